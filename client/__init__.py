@@ -1,0 +1,1 @@
+"""The trainer-side client: DistGraph, DistTensor, DistEmbedding, sampling, loaders, optimizers."""

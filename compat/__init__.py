@@ -1,0 +1,1 @@
+"""DGL compatibility namespaces: port a dgl.distributed script by changing its imports."""

@@ -1,0 +1,39 @@
+"""The project's error types, for callers that must branch on the cause.
+
+Everything else raises built-in exceptions (ValueError, KeyError, IndexError, TypeError,
+PermissionError) whose message names the argument and the value.
+"""
+
+from __future__ import annotations
+
+
+class GraphstoreError(Exception):
+    """Base class of graphstore's own errors."""
+
+
+class ConfigError(GraphstoreError, ValueError):
+    """A configuration file or partition config is invalid; the message names the field."""
+
+
+class ServerError(GraphstoreError):
+    """A partition server failed a call or could not be reached.
+
+    Attributes:
+        server: the server's address (``host:port``) or partition label.
+        code: the gRPC status code name (``"UNAVAILABLE"``, ``"DEADLINE_EXCEEDED"``, ...).
+        details: the server's message.
+    """
+
+    def __init__(self, server: str, code: str, details: str):
+        super().__init__(f"server {server}: {code}: {details}")
+        self.server = server
+        self.code = code
+        self.details = details
+
+
+class ServerUnavailableError(ServerError):
+    """The server did not answer within the deadline (UNAVAILABLE or DEADLINE_EXCEEDED)."""
+
+
+class BarrierTimeoutError(GraphstoreError, TimeoutError):
+    """A barrier did not gather its participants before its timeout."""

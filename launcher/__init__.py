@@ -1,0 +1,1 @@
+"""The ``graphstore`` command line: generate, partition, server, launch, status, stop."""

@@ -1,0 +1,1 @@
+"""One module per ``graphstore`` subcommand; each exposes ``register(subparsers)``."""
