@@ -27,7 +27,9 @@ COMMANDS = {
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """Build the argument parser; with ``only``, import just that subcommand's module."""
-    parser = argparse.ArgumentParser(prog="graphstore", description="A distributed graph store for GNN training.")
+    parser = argparse.ArgumentParser(
+        prog="graphstore", description="A distributed graph store for GNN training."
+    )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True

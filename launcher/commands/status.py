@@ -1,0 +1,102 @@
+"""``graphstore status``: the health, partition, tensors and memory of a cluster's servers.
+
+    graphstore status --config configs/local-2part.yaml [--json]   # every server of a cluster
+    graphstore status --probe 127.0.0.1:50051                      # exit 0 only when SERVING
+
+``--probe`` is what container health checks run: it imports grpc and the health stubs only,
+no torch, and answers within ``--timeout`` seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+
+
+def _format_bytes(count: int | None) -> str:
+    if count is None:
+        return "-"
+    value = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def _format_report(part_id: int, report) -> list[str]:
+    uptime = "-" if report.uptime_s is None else f"{report.uptime_s:.0f} s"
+    served = "-" if report.part_id is None else str(report.part_id)
+    lines = [
+        f"server {part_id}  {report.address:<22} {report.health:<12} partition {served:<3} "
+        f"uptime {uptime:<8} "
+        f"rss {_format_bytes(report.rss_bytes):<10} anon {_format_bytes(report.rss_anon_bytes)}"
+    ]
+    if report.part_id is not None and report.part_id != part_id:
+        lines.append(f"  warning: the config expects partition {part_id} at this address")
+    if report.error:
+        lines.append(f"  stats: {report.error}")
+    for tensor in report.tensors:
+        shape = "x".join(str(d) for d in tensor.shape)
+        flags = ",".join(
+            flag
+            for flag, on in (
+                ("partition", tensor.from_partition),
+                ("writable", tensor.writable),
+                ("persistent", tensor.persistent),
+            )
+            if on
+        )
+        lines.append(f"  tensor {tensor.name:<24} {tensor.policy:<5} {tensor.dtype:<9} [{shape}] {flags}")
+    return lines
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``graphstore status``; 0 when every server asked is SERVING, else 1."""
+    if args.timeout <= 0:
+        raise ValueError(f"--timeout must be > 0, got {args.timeout}")
+    from graphstore.launcher.control import SERVING, probe_health
+
+    if args.probe is not None:
+        health = probe_health(args.probe, timeout_s=args.timeout)
+        print(f"{args.probe} {health}")
+        return 0 if health == SERVING else 1
+
+    from graphstore.launcher.config import load_cluster_config
+    from graphstore.launcher.control import fetch_report
+
+    config = load_cluster_config(args.config, check_files=False)
+    reports = [fetch_report(server.address, timeout_s=args.timeout) for server in config.servers]
+    if args.json:
+        payload = {
+            "graph_name": config.graph_name,
+            "servers": [dataclasses.asdict(report) for report in reports],
+        }
+        json.dump(payload, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"cluster {config.path}: graph {config.graph_name}, {config.num_parts} partitions")
+        for server, report in zip(config.servers, reports, strict=True):
+            print("\n".join(_format_report(server.part_id, report)))
+    return 0 if all(report.health == SERVING for report in reports) else 1
+
+
+def register(subparsers) -> None:
+    """Add the ``status`` subcommand."""
+    parser = subparsers.add_parser(
+        "status",
+        help="show the health, partition, tensors and memory of the servers",
+        description=__doc__.split("\n\n")[0].replace("``", ""),
+    )
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--config", help="cluster YAML: report every server in it")
+    target.add_argument(
+        "--probe", metavar="HOST:PORT", help="check one server; exit 0 only when it is SERVING"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=3.0, help="deadline of each call in seconds (default 3)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the report as JSON (with --config)")
+    parser.set_defaults(func=run)

@@ -1,0 +1,197 @@
+"""Helpers of the launcher tests: processes by PID, free ports, cluster YAMLs, and ``graphstore launch`` /
+``graphstore server`` subprocesses that a test always ends."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+TRAINER_SCRIPT = str(Path(__file__).resolve().parent / "trainer_script.py")
+CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this PID exists and is not a zombie."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            stat = handle.read()
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    # The state follows the parenthesised command name, which may itself contain spaces.
+    state = stat.rsplit(")", 1)[1].split()[0]
+    return state not in ("Z", "X")
+
+
+def wait_gone(pids: Iterable[int], timeout_s: float = 10.0) -> list[int]:
+    """Wait until none of ``pids`` is alive; returns those still alive at the deadline."""
+    pids = list(pids)
+    deadline = time.monotonic() + timeout_s
+    while True:
+        alive = [pid for pid in pids if pid_alive(pid)]
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        time.sleep(0.05)
+
+
+def kill_pids(pids: Iterable[int]) -> None:
+    """SIGKILL each PID that is still alive (test clean-up after a failure)."""
+    for pid in pids:
+        if pid_alive(pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def end_process_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """End a child started with ``start_new_session=True`` and its group: SIGTERM, then SIGKILL."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def read_pid_files(folder, pattern: str = "*.pid") -> dict[str, int]:
+    """``{file stem: pid}`` of the PID files a test's children wrote into ``folder``."""
+    from pathlib import Path
+
+    pids = {}
+    for path in Path(folder).glob(pattern):
+        text = path.read_text().strip()
+        if text:
+            pids[path.stem] = int(text)
+    return pids
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """Distinct TCP ports nothing listens on right now."""
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.bind((host, 0))
+            sockets.append(sock)
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def write_cluster(folder: Path, part_config: str, ports: list[int], **extra) -> Path:
+    """A cluster YAML with one loopback server per port (partition k on ports[k])."""
+    data = {
+        "graph_name": "testgraph",
+        "part_config": part_config,
+        "servers": [{"host": "127.0.0.1", "port": port, "part_id": k} for k, port in enumerate(ports)],
+        "rpc": {"connect_timeout_s": 60, "deadline_s": 30},
+    }
+    data.update(extra)
+    path = folder / "cluster.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+class LaunchRun:
+    """A ``graphstore launch`` subprocess in its own session, its output in a file."""
+
+    def __init__(
+        self, args: list[str], log_path: Path, env: dict | None = None, prefix: tuple[str, ...] = ()
+    ):
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        self.proc = subprocess.Popen(
+            [*prefix, *CLI, "launch", *args],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(REPO),
+            env=dict(os.environ if env is None else env),
+        )
+
+    def wait(self, timeout_s: float = 120.0) -> int:
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"launch did not finish in {timeout_s} s; output:\n{self.output}") from None
+
+    def send(self, signum: int = signal.SIGTERM) -> None:
+        os.kill(self.proc.pid, signum)
+
+    @property
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def child_pids(self) -> list[int]:
+        """PIDs of every process launch reported starting (``... (pid N) ...``)."""
+        return [int(pid) for pid in re.findall(r"\(pid (\d+)\)", self.output)]
+
+    def close(self) -> None:
+        pids = self.child_pids()
+        end_process_group(self.proc)
+        kill_pids(pids)
+        self._log.close()
+
+
+def start_server_process(part_config: str, part_id: int, port: int, log_path: Path) -> subprocess.Popen:
+    """A ``graphstore server`` subprocess (its own session) serving ``part_id`` on loopback."""
+    log = open(log_path, "w")
+    try:
+        return subprocess.Popen(
+            [*CLI, "server", "--part-config", part_config, "--part-id", str(part_id), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    finally:
+        log.close()
+
+
+def wait_serving(addresses: list[str], procs: list[subprocess.Popen], timeout_s: float = 60.0) -> None:
+    from graphstore.launcher.control import SERVING, probe_health
+
+    deadline = time.monotonic() + timeout_s
+    for address, proc in zip(addresses, procs, strict=True):
+        while probe_health(address, timeout_s=1.0) != SERVING:
+            if proc.poll() is not None:
+                raise AssertionError(f"server for {address} exited with {proc.returncode}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"server {address} not SERVING after {timeout_s} s")
+            time.sleep(0.05)
+
+
+def wait_for_pid_files(folder, count: int, timeout_s: float = 60.0, alive: subprocess.Popen | None = None):
+    """Wait until ``count`` PID files exist in ``folder``; fails early when ``alive`` exits first."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = read_pid_files(folder) if Path(folder).is_dir() else {}
+        if len(pids) >= count:
+            return pids
+        if alive is not None and alive.poll() is not None:
+            raise AssertionError(
+                f"process {alive.pid} exited with {alive.returncode} before writing its PIDs"
+            )
+        time.sleep(0.05)
+    raise AssertionError(f"expected {count} PID files in {folder} within {timeout_s} s")
