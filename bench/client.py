@@ -1,0 +1,356 @@
+"""Benchmark of the trainer client's DistTensor reads (issue 4), printed as JSON.
+
+On the anchor graph (200k nodes, 100-d float32 features by default) partitioned in 2, with one server
+process per partition on loopback, it reads ``--rows`` random feature rows (4 MB for 10,000 rows) and
+reports medians over ``--repeats`` of:
+
+(a) ``g.ndata['feat'][ids]`` with the two servers' requests in flight together vs one after the other
+    (the same client, its ``run_parallel`` swapped for a sequential loop), interleaved in one run;
+(b) the same concurrent read against the raw-bytes gRPC ceiling of bench/server.py (a separate process
+    answering a request of the same size with a cached payload of the same size through identity
+    serializers; one server, as in the server benchmark; two such servers in flight together also
+    reported);
+(c) with partition 0 co-located (``local_read: on``): the same mixed read, the co-located partition's
+    rows alone, and numpy's in-process gather of those rows from the same memory-mapped file.
+
+    python bench/client.py                       # generates /tmp/g200k.npz once if missing
+    python bench/client.py --graph /tmp/g200k.npz --rows 10000 --repeats 30 --out client.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
+STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
+TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--graph", default="/tmp/g200k.npz", help="anchor graph .npz (generated when missing)"
+    )
+    parser.add_argument("--num-nodes", type=int, default=200_000, help="nodes when generating the graph")
+    parser.add_argument("--workdir", default="/tmp/graphstore-bench-client", help="partition output and logs")
+    parser.add_argument("--part-method", default="metis", choices=["metis", "random"])
+    parser.add_argument("--rows", type=int, default=10_000, help="rows per read")
+    parser.add_argument("--repeats", type=int, default=30, help="timed reads per variant")
+    parser.add_argument("--warmup", type=int, default=5, help="untimed reads per variant first")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="also write the JSON here")
+    return parser.parse_args(argv)
+
+
+# ----- the raw-bytes baseline: bench/server.py's, reused -------------------------------------------
+
+
+def load_server_bench():
+    """bench/server.py as a module: its ``start_raw_server()`` and ``RawClient`` are the raw baseline."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "graphstore_bench_server", REPO_ROOT / "bench" / "server.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ----- set-up --------------------------------------------------------------------------------------
+
+
+def ensure_graph(args) -> Path:
+    path = Path(args.graph)
+    if not path.is_file():
+        subprocess.run(
+            [
+                sys.executable,
+                str(ANCHOR_SCRIPT),
+                "--num-nodes",
+                str(args.num_nodes),
+                "--avg-degree",
+                "20",
+                "--feat-dim",
+                "100",
+                "--out",
+                str(path),
+            ],
+            check=True,
+        )
+    return path
+
+
+def ensure_partitions(graph_path: Path, args) -> str:
+    from graphstore.partition import partition_graph
+
+    out = Path(args.workdir) / f"{graph_path.stem}-2parts-{args.part_method}"
+    config = out / "bench.json"
+    if config.is_file() and config.stat().st_mtime > graph_path.stat().st_mtime:
+        return str(config)
+    result = partition_graph(
+        str(graph_path), "bench", 2, str(out), part_method=args.part_method, overwrite=True
+    )
+    return result.config_path
+
+
+def start_servers(config_path: str, log_dir: Path) -> tuple[list[subprocess.Popen], list[str]]:
+    procs, addresses = [], []
+    log_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        for part_id in range(2):
+            log = open(log_dir / f"server-{part_id}.log", "w")  # noqa: SIM115 - closed with the process
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "graphstore.launcher.cli",
+                        "server",
+                        "--part-config",
+                        config_path,
+                        "--part-id",
+                        str(part_id),
+                        "--port",
+                        "0",
+                    ],
+                    stdout=subprocess.PIPE,
+                    stderr=log,
+                    text=True,
+                    cwd=REPO_ROOT,
+                )
+            )
+        for proc in procs:
+            deadline = time.monotonic() + 120
+            while True:
+                line = proc.stdout.readline()
+                match = STARTUP_RE.search(line)
+                if match:
+                    addresses.append(match.group(2))
+                    break
+                if not line and proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"server exited or hung before serving; see {log_dir}")
+    except BaseException:
+        stop(procs)
+        raise
+    return procs, addresses
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+
+
+def cluster_config(addresses: list[str], config_path: str, local_read: str) -> dict:
+    servers = []
+    for part_id, address in enumerate(addresses):
+        host, port = address.rsplit(":", 1)
+        servers.append({"host": host, "port": int(port), "part_id": part_id})
+    return {"servers": servers, "part_config": config_path, "local_read": local_read, "local_part_id": 0}
+
+
+# ----- measurements --------------------------------------------------------------------------------
+
+
+def timed(fn, repeats: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def interleaved(fns: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
+    """Time several variants in alternation so that drift affects all alike."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def mb_s(nbytes: int, seconds: list[float]) -> float:
+    return round(nbytes / statistics.median(seconds) / 1e6, 1)
+
+
+def id_sets(rng: np.random.Generator, high: int, rows: int, count: int, low: int = 0) -> list[np.ndarray]:
+    return [rng.integers(low, high, rows).astype(np.int64) for _ in range(count)]
+
+
+def cycling(fn, sets: list[np.ndarray]):
+    state = {"i": 0}
+
+    def call():
+        ids = sets[state["i"] % len(sets)]
+        state["i"] += 1
+        return fn(ids)
+
+    return call
+
+
+def run(args) -> dict:
+    import torch
+    from graphstore.client import api
+    from graphstore.client.dist_graph import DistGraph
+    from graphstore.server.malloc import raise_malloc_thresholds
+
+    raise_malloc_thresholds()
+    torch.set_num_threads(1)
+    graph_path = ensure_graph(args)
+    config_path = ensure_partitions(graph_path, args)
+    procs, addresses = start_servers(config_path, Path(args.workdir) / "logs")
+    raw_procs = []
+    rng = np.random.default_rng(args.seed)
+    try:
+        ctx = api.initialize(cluster_config(addresses, config_path, "off"))
+        feat = DistGraph("bench").ndata["feat"]
+        num_nodes, row_bytes = feat.shape[0], feat.shape[1] * 4
+        nbytes = args.rows * row_bytes
+        sets = id_sets(rng, num_nodes, args.rows, 8)
+        from graphstore.partition import load_partition
+
+        table = np.concatenate([load_partition(config_path, p).node_feats["feat"] for p in range(2)])
+        for ids in sets[:2]:  # the client returns what the partition files hold
+            assert np.array_equal(feat[ids].numpy(), table[ids])
+
+        parallel = ctx.run_parallel
+        sequential_runner = lambda calls: [call() for call in calls]
+
+        def read_sequential(ids):
+            ctx.run_parallel = sequential_runner
+            try:
+                return feat[ids]
+            finally:
+                ctx.run_parallel = parallel
+
+        # (b) the raw-bytes ceiling, same request and answer sizes: one server, and two in flight together
+        server_bench = load_server_bench()
+        raws = [server_bench.start_raw_server() for _ in range(3)]
+        raw_procs.extend(proc for proc, _ in raws)
+        raw_clients = [server_bench.RawClient(address) for _, address in raws]
+        pool = ThreadPoolExecutor(max_workers=1)
+
+        def raw_single(_ids):
+            return raw_clients[0].get(nbytes, request_bytes=8 * args.rows)
+
+        def raw_pair(_ids):
+            other = pool.submit(raw_clients[2].get, nbytes // 2, 4 * args.rows)
+            return raw_clients[1].get(nbytes // 2, request_bytes=4 * args.rows), other.result()
+
+        times = interleaved(
+            {
+                "concurrent": cycling(lambda ids: feat[ids], sets),
+                "sequential": cycling(read_sequential, sets),
+                "raw_1_server": cycling(raw_single, sets),
+                "raw_2_servers": cycling(raw_pair, sets),
+            },
+            args.repeats,
+            args.warmup,
+        )
+        pool.shutdown()
+        for raw_client in raw_clients:
+            raw_client.close()
+        remote = {name: mb_s(nbytes, t) for name, t in times.items()}
+        api.exit_client()
+
+        # (c) partition 0 co-located: its read-only rows come from the mapped files, not its server
+        ctx = api.initialize(cluster_config(addresses, config_path, "on"))
+        assert ctx.local_part_id == 0
+        feat = DistGraph("bench").ndata["feat"]
+        part0_end = int(ctx.book.node_bounds[1])
+        local_sets = id_sets(rng, part0_end, args.rows, 8)
+        local_array = ctx.local_partition_data.node_feats["feat"]
+        gather_out = np.empty((args.rows, feat.shape[1]), dtype=np.float32)
+        for ids in sets[:2]:
+            assert np.array_equal(feat[ids].numpy(), table[ids])
+        local_times = interleaved(
+            {
+                "colocated_mixed": cycling(lambda ids: feat[ids], sets),
+                "colocated_local_part_only": cycling(lambda ids: feat[ids], local_sets),
+                "inprocess_numpy_gather": cycling(
+                    lambda ids: np.take(local_array, ids, axis=0, out=gather_out), local_sets
+                ),
+            },
+            args.repeats,
+            args.warmup,
+        )
+        colocated = {name: mb_s(nbytes, t) for name, t in local_times.items()}
+        api.exit_client()
+    finally:
+        api.exit_client()
+        stop(raw_procs)
+        stop(procs)
+
+    ratios = {
+        "a_concurrent_vs_sequential": round(remote["concurrent"] / remote["sequential"], 2),
+        "b_vs_raw_1_server": round(remote["concurrent"] / remote["raw_1_server"], 2),
+        "b_vs_raw_2_servers": round(remote["concurrent"] / remote["raw_2_servers"], 2),
+        "c_colocated_vs_rpc": round(colocated["colocated_mixed"] / remote["concurrent"], 2),
+        "c_local_part_vs_numpy_gather": round(
+            colocated["colocated_local_part_only"] / colocated["inprocess_numpy_gather"], 2
+        ),
+    }
+    return {
+        "benchmark": "client",
+        "graph": str(graph_path),
+        "num_nodes": int(num_nodes),
+        "feat_dim": int(row_bytes // 4),
+        "partitions": 2,
+        "part_method": args.part_method,
+        "rows_per_read": args.rows,
+        "bytes_per_read": nbytes,
+        "repeats": args.repeats,
+        "statistic": "median",
+        "mb_per_s": {**remote, **colocated},
+        "ratios": ratios,
+        "targets": TARGETS,
+        "meets_targets": {
+            "a": ratios["a_concurrent_vs_sequential"] >= TARGETS["concurrent_vs_sequential"],
+            "b": ratios["b_vs_raw_1_server"] >= TARGETS["vs_raw_baseline"],
+            "c": colocated["colocated_mixed"] >= TARGETS["colocated_mb_s"],
+        },
+    }
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    result = run(args)
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    sys.exit(main())

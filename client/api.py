@@ -1,0 +1,148 @@
+"""Connecting a trainer to the cluster: ``initialize``, ``exit_client``, ``shutdown``, ``get_num_clients``.
+
+Follows ``dgl.distributed.initialize`` / ``exit_client``. ``initialize()`` reads a cluster config (a YAML
+path, a dict, a DGL ``ip_config.txt``, or the path in ``GRAPHSTORE_CONFIG`` that ``graphstore launch``
+sets), opens one channel per server, waits (bounded) until each reports SERVING, fetches metadata and the
+partition book, and installs the process's :class:`~graphstore.client.context.ClientContext`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import dataclasses
+import logging
+import os
+
+from graphstore.client.config import ClientConfig, load_client_config
+from graphstore.client.constants import CONFIG_ENV
+from graphstore.client.context import (
+    ClientContext,
+    context_lock,
+    current_context,
+    set_context,
+    trainer_rank_and_world,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def initialize(
+    ip_config=None,
+    *,
+    local_read: str | None = None,
+    part_config: str | None = None,
+    **dgl_options,
+) -> ClientContext:
+    """Connect this process to the partition servers.
+
+    Idempotent: a second call with the same config returns the existing connection. A standalone
+    context opened before is closed and replaced.
+
+    Args:
+        ip_config: a cluster YAML path, a dict, a DGL-style ``ip_config.txt`` path or a
+            :class:`~graphstore.client.config.ClientConfig`; default: the ``GRAPHSTORE_CONFIG``
+            environment variable.
+        local_read: override the config's ``auto`` / ``on`` / ``off``.
+        part_config: override the config's partition config path (used for co-located reads).
+        dgl_options: DGL's ``max_queue_size``, ``net_type``, ``num_worker_threads``: accepted so ported
+            scripts run, and ignored (graphstore has no sampler processes to configure).
+
+    Returns:
+        The process's client context.
+
+    Raises:
+        ValueError: no config given and ``GRAPHSTORE_CONFIG`` unset; unknown keyword arguments.
+        FileNotFoundError: a config path that does not exist.
+        graphstore.errors.ConfigError: an invalid config, or servers that disagree with it.
+        graphstore.errors.ServerUnavailableError: a server that is not SERVING within
+            ``rpc.connect_timeout_s`` (the message names it).
+        RuntimeError: already connected with a different config (call ``exit_client()`` first).
+    """
+    unknown = set(dgl_options) - {"max_queue_size", "net_type", "num_worker_threads"}
+    if unknown:
+        raise ValueError(f"initialize() got unknown keyword arguments {sorted(unknown)}")
+    source = ip_config if ip_config is not None else os.environ.get(CONFIG_ENV) or None
+    if source is None:
+        raise ValueError(
+            f"initialize(): no cluster config; pass ip_config=PATH_OR_DICT or set {CONFIG_ENV} "
+            "(graphstore launch sets it)"
+        )
+    config = load_client_config(source)
+    overrides = {}
+    if local_read is not None:
+        overrides["local_read"] = local_read
+    if part_config is not None:
+        overrides["part_config"] = os.path.abspath(os.fspath(part_config))
+    if overrides:
+        config = load_client_config(_with_overrides(config, overrides))
+    with context_lock():
+        ctx = current_context()
+        if ctx is not None and not ctx.standalone:
+            if ctx.config == config:
+                return ctx
+            raise RuntimeError(
+                f"already connected to {ctx.config.source or 'a cluster'}; call exit_client() before "
+                f"initialize() with another config ({config.source})"
+            )
+        new_ctx = ClientContext.connect(config)
+        previous = set_context(new_ctx)
+        if previous is not None:
+            previous.close()
+    atexit.unregister(exit_client)
+    atexit.register(exit_client)
+    return new_ctx
+
+
+def _with_overrides(config: ClientConfig, overrides: dict) -> dict:
+    data = {
+        "servers": [dataclasses.asdict(s) for s in config.servers],
+        "graph_name": config.graph_name,
+        "part_config": config.part_config,
+        "rpc": config.rpc,
+        "local_read": config.local_read,
+        "local_part_id": config.local_part_id,
+        "tls": config.tls,
+        "token": config.token,
+    }
+    data.update(overrides)
+    return data
+
+
+def is_initialized() -> bool:
+    """Whether this process has a client context (distributed or standalone)."""
+    return current_context() is not None
+
+
+def exit_client() -> None:
+    """Delete the non-persistent tensors this client created and close every connection. Idempotent."""
+    with context_lock():
+        ctx = set_context(None)
+    if ctx is not None:
+        ctx.close()
+
+
+def shutdown(stop_servers: bool = False) -> None:
+    """Close the client like :func:`exit_client`; with ``stop_servers`` first ask every server to stop.
+
+    Args:
+        stop_servers: send the Shutdown call to every partition server (distributed mode only).
+    """
+    ctx = current_context()
+    if stop_servers and ctx is not None and not ctx.standalone:
+        ctx.release_owned()
+        for part_id in range(ctx.num_parts):
+            try:
+                ctx.partition(part_id).shutdown()
+            except Exception as exc:  # noqa: BLE001 - a server already gone is what we wanted
+                logger.warning("shutdown of partition %d's server failed: %s", part_id, exc)
+    exit_client()
+
+
+def get_num_clients() -> int:
+    """Number of trainers in this job's trainer group (torch.distributed, else WORLD_SIZE, else 1)."""
+    return trainer_rank_and_world()[1]
+
+
+def get_rank() -> int:
+    """This trainer's rank in its group (torch.distributed, else RANK, else 0)."""
+    return trainer_rank_and_world()[0]

@@ -1,0 +1,302 @@
+"""What a trainer needs to know about the cluster: server addresses per partition, call policy,
+local-read mode, graph name and partition config.
+
+:func:`load_client_config` reads any of the forms ``initialize()`` accepts:
+
+- a cluster YAML path (the file ``graphstore launch`` writes into ``GRAPHSTORE_CONFIG``; the full schema
+  is ``graphstore.launcher.config``). Only these keys are read, everything else is ignored:
+  ``graph_name``, ``part_config`` (relative to the YAML's folder), ``servers: [{host, port, part_id}]``,
+  ``rpc: {deadline_s, connect_timeout_s, max_retries, backoff_initial_s, backoff_max_s,
+  backoff_multiplier, max_message_bytes, chunk_bytes}``, ``local_read: auto|on|off``,
+  ``local_part_id`` (pin the co-located partition), ``tls: {cert, key, ca}``, ``token``;
+- the same content as a dict (relative paths against the working directory);
+- a DGL-style ``ip_config.txt``: one ``host [port]`` line per partition, in partition order
+  (port defaults to DGL's 30050);
+- an already-built :class:`ClientConfig`, or any dataclass with the same field names (the launcher's).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphstore.client.constants import DEFAULT_IP_CONFIG_PORT
+from graphstore.client.types import RpcPolicy
+from graphstore.errors import ConfigError
+
+LOCAL_READ_MODES = ("auto", "on", "off")
+
+
+@dataclass(frozen=True)
+class ServerAddress:
+    """Where the server of one partition listens."""
+
+    host: str
+    port: int
+    part_id: int
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (IPv6 hosts in brackets), as gRPC takes it."""
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return f"{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """Paths of the client's TLS material (all optional; ``ca`` alone verifies the server)."""
+
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    """The client's view of a cluster.
+
+    Attributes:
+        servers: one address per partition, sorted by ``part_id`` (0 .. num_parts - 1).
+        graph_name: expected graph name (checked against the servers), or None to take theirs.
+        part_config: path of the partition config (NAME.json) on this host, if known; the servers
+            report theirs too, which co-located reads use when this is None.
+        rpc: deadlines, retries and chunking of calls.
+        local_read: ``auto`` (read the co-located partition's read-only data from its files when the
+            server runs on this host and the files are readable), ``on`` (whenever the files are
+            readable here, whatever the host name; an error when they are not) or ``off``.
+        local_part_id: the co-located partition to read locally; default: this rank's home partition
+            if co-located, else the first co-located one.
+        tls: client TLS settings, or None.
+        token: shared token sent with every call, or None.
+        source: where the config came from (for messages).
+    """
+
+    servers: tuple[ServerAddress, ...]
+    graph_name: str | None = None
+    part_config: str | None = None
+    rpc: RpcPolicy = field(default_factory=RpcPolicy)
+    local_read: str = "auto"
+    local_part_id: int | None = None
+    tls: TlsSettings | None = None
+    token: str | None = None
+    source: str = ""
+
+    @property
+    def num_parts(self) -> int:
+        return len(self.servers)
+
+
+def load_client_config(source) -> ClientConfig:
+    """Read a cluster config from a YAML / ip_config.txt path, a dict, or a config object.
+
+    Args:
+        source: see the module docstring.
+
+    Returns:
+        The validated :class:`ClientConfig`.
+
+    Raises:
+        FileNotFoundError: a path that does not exist.
+        graphstore.errors.ConfigError: invalid content; the message names the field.
+        TypeError: an unsupported ``source`` type.
+    """
+    if isinstance(source, ClientConfig):
+        return source
+    if isinstance(source, dict):
+        return _from_mapping(source, base_dir=Path.cwd(), origin="config dict")
+    if isinstance(source, (str, os.PathLike)):
+        return _from_path(Path(source))
+    if dataclasses.is_dataclass(source) and not isinstance(source, type):
+        return _from_mapping(dataclasses.asdict(source), base_dir=Path.cwd(), origin=type(source).__name__)
+    raise TypeError(
+        "cluster config must be a YAML or ip_config.txt path, a dict or a ClientConfig, "
+        f"got {type(source).__name__}"
+    )
+
+
+def _from_path(path: Path) -> ClientConfig:
+    if not path.is_file():
+        raise FileNotFoundError(f"cluster config {str(path)!r} does not exist")
+    text = path.read_text()
+    if path.suffix.lower() not in (".yaml", ".yml", ".json") and _looks_like_ip_config(text):
+        return _from_ip_config(text, origin=str(path))
+    import yaml
+
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping with a 'servers' list, got {type(data).__name__}")
+    return _from_mapping(data, base_dir=path.resolve().parent, origin=str(path))
+
+
+def _looks_like_ip_config(text: str) -> bool:
+    lines = _content_lines(text)
+    if not lines:
+        return False
+    for line in lines:
+        tokens = line.split()
+        if len(tokens) > 2 or tokens[0].endswith(":") or (len(tokens) == 2 and not tokens[1].isdigit()):
+            return False
+    return True
+
+
+def _content_lines(text: str) -> list[str]:
+    lines = []
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _from_ip_config(text: str, origin: str) -> ClientConfig:
+    servers = []
+    for part_id, line in enumerate(_content_lines(text)):
+        tokens = line.split()
+        port = int(tokens[1]) if len(tokens) == 2 else DEFAULT_IP_CONFIG_PORT
+        servers.append(
+            ServerAddress(host=tokens[0], port=_check_port(port, f"line {part_id + 1} port"), part_id=part_id)
+        )
+    if not servers:
+        raise ConfigError(f"{origin}: no server lines")
+    return ClientConfig(servers=tuple(servers), source=origin)
+
+
+def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientConfig:
+    servers = _parse_servers(data.get("servers"), origin)
+    graph_name = data.get("graph_name")
+    if graph_name is not None and not isinstance(graph_name, str):
+        raise ConfigError(f"{origin}: graph_name must be a string, got {graph_name!r}")
+    part_config = data.get("part_config")
+    if part_config is not None:
+        if not isinstance(part_config, (str, os.PathLike)):
+            raise ConfigError(f"{origin}: part_config must be a path, got {part_config!r}")
+        part_path = Path(part_config)
+        part_config = str(part_path if part_path.is_absolute() else (base_dir / part_path))
+    local_read = data.get("local_read", "auto")
+    if local_read is True:  # YAML 1.1 reads an unquoted `on` / `off` as a boolean
+        local_read = "on"
+    elif local_read is False:
+        local_read = "off"
+    if local_read not in LOCAL_READ_MODES:
+        raise ConfigError(f"{origin}: local_read must be one of {LOCAL_READ_MODES}, got {local_read!r}")
+    local_part_id = data.get("local_part_id")
+    if local_part_id is not None and (
+        not isinstance(local_part_id, int)
+        or isinstance(local_part_id, bool)
+        or not 0 <= local_part_id < len(servers)
+    ):
+        raise ConfigError(
+            f"{origin}: local_part_id must be a partition index below {len(servers)}, got {local_part_id!r}"
+        )
+    token = data.get("token")
+    if token is not None and not isinstance(token, str):
+        raise ConfigError(f"{origin}: token must be a string, got a {type(token).__name__}")
+    return ClientConfig(
+        servers=servers,
+        graph_name=graph_name,
+        part_config=part_config,
+        rpc=_parse_rpc(data.get("rpc"), origin),
+        local_read=local_read,
+        local_part_id=local_part_id,
+        tls=_parse_tls(data.get("tls"), base_dir, origin),
+        token=token,
+        source=origin,
+    )
+
+
+def _parse_servers(entries, origin: str) -> tuple[ServerAddress, ...]:
+    if not isinstance(entries, (list, tuple)) or not entries:
+        raise ConfigError(
+            f"{origin}: servers must be a non-empty list of {{host, port, part_id}}, got {entries!r}"
+        )
+    servers = []
+    for index, entry in enumerate(entries):
+        where = f"{origin}: servers[{index}]"
+        if dataclasses.is_dataclass(entry) and not isinstance(entry, type):
+            entry = dataclasses.asdict(entry)
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where} must be a mapping with host and port, got {entry!r}")
+        host, port = entry.get("host"), entry.get("port")
+        if host is None and isinstance(entry.get("address"), str):
+            host, _, port_text = entry["address"].rpartition(":")
+            port = int(port_text) if port_text.isdigit() else port_text
+        if not isinstance(host, str) or not host:
+            raise ConfigError(f"{where}.host must be a non-empty string, got {host!r}")
+        part_id = entry.get("part_id", index)
+        if not isinstance(part_id, int) or isinstance(part_id, bool):
+            raise ConfigError(f"{where}.part_id must be an integer, got {part_id!r}")
+        servers.append(
+            ServerAddress(host=host.strip("[]"), port=_check_port(port, f"{where}.port"), part_id=part_id)
+        )
+    servers.sort(key=lambda s: s.part_id)
+    part_ids = [s.part_id for s in servers]
+    if part_ids != list(range(len(servers))):
+        raise ConfigError(
+            f"{origin}: servers' part_id values must be 0..{len(servers) - 1} once each, got {part_ids}"
+        )
+    return tuple(servers)
+
+
+def _check_port(port, where: str) -> int:
+    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+        raise ConfigError(f"{where} must be an integer in 1..65535, got {port!r}")
+    return port
+
+
+def _parse_rpc(section, origin: str) -> RpcPolicy:
+    if section is None:
+        return RpcPolicy()
+    if isinstance(section, RpcPolicy):
+        return section
+    if dataclasses.is_dataclass(section) and not isinstance(section, type):
+        section = dataclasses.asdict(section)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{origin}: rpc must be a mapping, got {section!r}")
+    known = {f.name: f for f in dataclasses.fields(RpcPolicy)}
+    values = {}
+    for key, value in section.items():
+        if key not in known:
+            continue  # keys of newer / other components (the launcher's schema) are not ours
+        default = known[key].default
+        where = f"{origin}: rpc.{key}"
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        if isinstance(default, int):
+            if int(value) != value:
+                raise ConfigError(f"{where} must be an integer, got {value!r}")
+            value = int(value)
+        minimum = 0 if key == "max_retries" else None
+        if (minimum is not None and value < minimum) or (minimum is None and value <= 0):
+            raise ConfigError(f"{where} must be {'>= 0' if minimum is not None else '> 0'}, got {value!r}")
+        values[key] = value
+    return RpcPolicy(**values)
+
+
+def _parse_tls(section, base_dir: Path, origin: str) -> TlsSettings | None:
+    if section is None:
+        return None
+    if isinstance(section, TlsSettings):
+        return section
+    if dataclasses.is_dataclass(section) and not isinstance(section, type):
+        section = dataclasses.asdict(section)
+    if not isinstance(section, dict):
+        raise ConfigError(f"{origin}: tls must be a mapping with cert, key, ca, got {section!r}")
+    paths = {}
+    for key in ("cert", "key", "ca"):
+        value = section.get(key)
+        if value is None:
+            paths[key] = None
+            continue
+        if not isinstance(value, (str, os.PathLike)):
+            raise ConfigError(f"{origin}: tls.{key} must be a path, got {value!r}")
+        path = Path(value)
+        paths[key] = str(path if path.is_absolute() else base_dir / path)
+    if all(v is None for v in paths.values()):
+        return None
+    return TlsSettings(**paths)

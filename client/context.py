@@ -1,0 +1,609 @@
+"""The process's one connection to the cluster: partitions, partition book, call policy, thread pool.
+
+Every client object (``DistGraph``, ``DistTensor``, ``DistEmbedding``, samplers, loaders, optimizers)
+talks to the partitions through the :class:`ClientContext` that :func:`get_context` returns. It exists
+in one of two modes:
+
+- distributed (``initialize()``): one :class:`~graphstore.client.remote.RemotePartition` per server;
+  when a server runs on this host and its partition files are readable here (``local_read``), an
+  in-process read-only view of that partition serves its read-only data without RPC;
+- standalone (``DistGraph(name, part_config=...)`` with no ``initialize()``): every partition is loaded
+  in-process behind the same :class:`~graphstore.server.types.PartitionAPI`, no network.
+
+The context held here is the only process-global mutable state of the client.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+import numpy as np
+from graphstore.client.config import ClientConfig
+from graphstore.client.constants import ANONYMOUS_PREFIX
+from graphstore.client.routing import split_by_partition
+from graphstore.client.split import rank_partitions
+from graphstore.client.types import RpcPolicy
+from graphstore.errors import ConfigError, ServerError
+from graphstore.server.types import EDGE, NODE, PartitionAPI, PartitionMetadata, TensorScheme
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_NOT_INITIALIZED = (
+    "graphstore client is not connected: call graphstore.client.initialize() first "
+    "(or open DistGraph(name, part_config=...) for standalone mode)"
+)
+
+
+class _ProcessContext:
+    """Holder of the process's context (the one piece of global mutable state)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.context: ClientContext | None = None
+
+
+_PROCESS = _ProcessContext()
+
+
+def get_context() -> ClientContext:
+    """The process's client context.
+
+    Raises:
+        RuntimeError: when neither ``initialize()`` was called nor a standalone DistGraph opened.
+    """
+    ctx = _PROCESS.context
+    if ctx is None or ctx.closed:
+        raise RuntimeError(_NOT_INITIALIZED)
+    return ctx
+
+
+def current_context() -> ClientContext | None:
+    """The process's context, or None when there is none (never raises)."""
+    ctx = _PROCESS.context
+    return None if ctx is None or ctx.closed else ctx
+
+
+def set_context(ctx: ClientContext | None) -> ClientContext | None:
+    """Install ``ctx`` as the process's context; returns the one it replaced (not closed here)."""
+    with _PROCESS.lock:
+        previous, _PROCESS.context = _PROCESS.context, ctx
+        return previous
+
+
+def context_lock() -> threading.RLock:
+    """The lock serializing creation and replacement of the process's context."""
+    return _PROCESS.lock
+
+
+def trainer_rank_and_world() -> tuple[int, int]:
+    """Rank and size of the trainer group: from torch.distributed when it is initialized, else the
+    ``RANK`` / ``WORLD_SIZE`` environment variables, else ``(0, 1)``.
+
+    Raises:
+        ValueError: when RANK / WORLD_SIZE are set but not valid integers.
+    """
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return int(dist.get_rank()), int(dist.get_world_size())
+    except ImportError:  # pragma: no cover - torch is a dependency
+        pass
+    rank = _env_int("RANK", 0)
+    world = _env_int("WORLD_SIZE", 1)
+    if world < 1 or not 0 <= rank < world:
+        raise ValueError(f"environment RANK={rank} / WORLD_SIZE={world} are inconsistent")
+    return rank, world
+
+
+def _env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
+
+
+class ClientContext:
+    """One connection to a partitioned graph (see the module docstring).
+
+    Build it with :meth:`connect` (distributed) or :meth:`open_standalone`; user code gets it from
+    :func:`get_context`.
+
+    Attributes:
+        client_id: unique per process (host, pid and a random suffix); the owner of tensors it creates.
+        graph_name: the graph's name.
+        book: the :class:`~graphstore.partition.RangePartitionBook`.
+        num_parts: number of partitions.
+        policy: deadlines / retries / chunking of calls.
+        standalone: True when every partition is in-process.
+        local_part_id: the co-located partition read in-process, or None.
+        part_config: path of the partition config on this host, when known.
+        config: the :class:`ClientConfig` of a distributed context (None when standalone).
+    """
+
+    def __init__(
+        self,
+        *,
+        graph_name: str,
+        book,
+        partitions: list[PartitionAPI],
+        policy: RpcPolicy,
+        standalone: bool,
+        local_readers: dict[int, PartitionAPI],
+        local_part_id: int | None,
+        local_partition_data=None,
+        part_config: str | None = None,
+        config: ClientConfig | None = None,
+    ):
+        self.client_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.graph_name = graph_name
+        self.book = book
+        self.num_parts = len(partitions)
+        self.policy = policy
+        self.standalone = standalone
+        self.local_part_id = local_part_id
+        self.local_partition_data = local_partition_data
+        self.part_config = part_config
+        self.config = config
+        self._partitions = list(partitions)
+        self._local_readers = dict(local_readers)
+        self._schemes: dict[str, TensorScheme] = {}
+        self._schemes_lock = threading.Lock()
+        self._anonymous_counter = itertools.count()
+        self._owned: dict[str, Callable[[], None]] = {}
+        self._owned_lock = threading.Lock()
+        self._in_worker = threading.local()
+        self._pool = ThreadPoolExecutor(
+            max_workers=max(4, 2 * self.num_parts), thread_name_prefix="graphstore-client"
+        )
+        self.closed = False
+
+    # ----- construction ------------------------------------------------------------------------
+
+    @classmethod
+    def connect(cls, config: ClientConfig) -> ClientContext:
+        """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
+        cross-check metadata, build the partition book, and open the co-located partition's files.
+
+        Raises:
+            graphstore.errors.ServerUnavailableError: a server that does not become ready in
+                ``config.rpc.connect_timeout_s`` (the message names its address).
+            graphstore.errors.ConfigError: servers that disagree with the config or each other.
+        """
+        from graphstore.client.remote import RemotePartition
+
+        if config.tls is not None or config.token is not None:
+            logger.warning(
+                "the cluster config sets tls/token, which this client does not send yet; connecting without"
+            )
+        remotes: list[PartitionAPI] = []
+        pool = ThreadPoolExecutor(
+            max_workers=max(1, len(config.servers)), thread_name_prefix="graphstore-connect"
+        )
+        try:
+            for server in config.servers:
+                remotes.append(RemotePartition(server.address, server.part_id, config.rpc))
+
+            def ready_and_metadata(remote) -> PartitionMetadata:
+                remote.wait_ready(config.rpc.connect_timeout_s)
+                return remote.metadata()  # wait_ready checked the partition id; this returns the metadata
+
+            futures = [pool.submit(ready_and_metadata, remote) for remote in remotes]
+            metas = [future.result() for future in futures]
+            _check_metadata(config, metas)
+            from graphstore.partition import RangePartitionBook
+
+            first = metas[0]
+            rank, world = trainer_rank_and_world()
+            local_part_id, readers, local_data, part_config = _open_local_partition(
+                config, metas, rank, world
+            )
+            home = (
+                local_part_id
+                if local_part_id is not None
+                else rank_partitions(rank, world, first.num_parts)[0]
+            )
+            book = RangePartitionBook(
+                first.node_bounds, first.edge_bounds, part_id=home, graph_name=first.graph_name
+            )
+        except BaseException:
+            for remote in remotes:
+                _close_quietly(remote)
+            raise
+        finally:
+            pool.shutdown(wait=False)
+        ctx = cls(
+            graph_name=first.graph_name,
+            book=book,
+            partitions=remotes,
+            policy=config.rpc,
+            standalone=False,
+            local_readers=readers,
+            local_part_id=local_part_id,
+            local_partition_data=local_data,
+            part_config=part_config,
+            config=config,
+        )
+        for scheme in first.tensors:
+            ctx._schemes[scheme.name] = scheme
+        logger.info(
+            "connected to %d servers of graph %r (co-located partition: %s)",
+            len(remotes),
+            ctx.graph_name,
+            local_part_id,
+        )
+        return ctx
+
+    @classmethod
+    def open_standalone(cls, part_config: str, policy: RpcPolicy | None = None) -> ClientContext:
+        """Load every partition of ``part_config`` in-process (no servers, no network).
+
+        Raises:
+            FileNotFoundError: a missing partition config or partition folder.
+            graphstore.errors.ConfigError: an invalid partition config.
+        """
+        from graphstore.partition import load_partition, load_partition_book
+        from graphstore.server.partition_server import PartitionServer
+
+        part_config = os.path.abspath(os.fspath(part_config))
+        book = load_partition_book(part_config)
+        rank, world = trainer_rank_and_world()
+        servers: list[PartitionAPI] = []
+        datas = []
+        for part_id in range(book.num_partitions()):
+            data = load_partition(part_config, part_id)
+            datas.append(data)
+            servers.append(PartitionServer(data))
+        home = rank_partitions(rank, world, book.num_partitions())[0]
+        from graphstore.partition import RangePartitionBook
+
+        book = RangePartitionBook(
+            book.node_bounds, book.edge_bounds, part_id=home, graph_name=datas[0].graph_name
+        )
+        ctx = cls(
+            graph_name=datas[0].graph_name,
+            book=book,
+            partitions=servers,
+            policy=policy or RpcPolicy(),
+            standalone=True,
+            local_readers=dict(enumerate(servers)),
+            local_part_id=home,
+            local_partition_data=datas[home],
+            part_config=part_config,
+        )
+        for scheme in servers[0].list_tensors():
+            ctx._schemes[scheme.name] = scheme
+        return ctx
+
+    # ----- the contract ------------------------------------------------------------------------
+
+    @property
+    def rank(self) -> int:
+        """This trainer's rank (read each time: torch.distributed may be initialized after connecting)."""
+        return trainer_rank_and_world()[0]
+
+    @property
+    def world_size(self) -> int:
+        """Size of the trainer group."""
+        return trainer_rank_and_world()[1]
+
+    def partition(self, part_id: int) -> PartitionAPI:
+        """The partition ``part_id``: a RemotePartition (distributed) or the in-process PartitionServer.
+
+        Raises:
+            IndexError: for a partition index out of range.
+            RuntimeError: after :meth:`close`.
+        """
+        self._check_open()
+        if not 0 <= part_id < self.num_parts:
+            raise IndexError(f"partition {part_id} out of range; the graph has {self.num_parts} partitions")
+        return self._partitions[part_id]
+
+    def local_reader(self, part_id: int) -> PartitionAPI | None:
+        """An in-process reader of partition ``part_id``'s read-only data and structure, or None when the
+        partition is not co-located (standalone: the in-process server of any partition)."""
+        return self._local_readers.get(part_id)
+
+    def tensor_scheme(self, name: str, refresh: bool = False) -> TensorScheme | None:
+        """The scheme of tensor ``name`` (cached), or None when no server has it.
+
+        Args:
+            name: the tensor's name.
+            refresh: ask the servers again even if the name is cached.
+        """
+        with self._schemes_lock:
+            scheme = None if refresh else self._schemes.get(name)
+        if scheme is not None:
+            return scheme
+        self.refresh_schemes()
+        with self._schemes_lock:
+            return self._schemes.get(name)
+
+    def refresh_schemes(self) -> dict[str, TensorScheme]:
+        """Fetch the tensor list from partition 0 and replace the cache; returns name -> scheme."""
+        schemes = {s.name: s for s in self.partition(0).list_tensors()}
+        with self._schemes_lock:
+            self._schemes = schemes
+        return dict(schemes)
+
+    def remember_scheme(self, scheme: TensorScheme) -> None:
+        """Cache ``scheme`` (after creating or attaching to a tensor)."""
+        with self._schemes_lock:
+            self._schemes[scheme.name] = scheme
+
+    def forget_scheme(self, name: str) -> None:
+        """Drop ``name`` from the cache (after deleting it)."""
+        with self._schemes_lock:
+            self._schemes.pop(name, None)
+
+    def run_parallel(self, calls: list[Callable[[], T]]) -> list[T]:
+        """Run ``calls`` concurrently on the shared pool; results in order; re-raise the first failure.
+
+        A single call, or a call made from inside a pool worker, runs inline (no nested waiting on the
+        same pool). Every call is waited for before an exception is re-raised, so nothing is left
+        running in the background.
+        """
+        self._check_open()
+        if len(calls) <= 1 or getattr(self._in_worker, "active", False):
+            return [call() for call in calls]
+        futures = [self._pool.submit(self._run_in_worker, call) for call in calls[1:]]
+        results: list = [None] * len(calls)
+        errors: list[BaseException | None] = [None] * len(calls)
+        try:
+            results[0] = calls[0]()
+        except BaseException as exc:  # noqa: BLE001 - re-raised below in call order
+            errors[0] = exc
+        for index, future in enumerate(futures, start=1):
+            try:
+                results[index] = future.result()
+            except BaseException as exc:  # noqa: BLE001
+                errors[index] = exc
+        for error in errors:
+            if error is not None:
+                raise error
+        return results
+
+    def _run_in_worker(self, call: Callable[[], T]) -> T:
+        self._in_worker.active = True
+        try:
+            return call()
+        finally:
+            self._in_worker.active = False
+
+    def route(self, ids: np.ndarray, policy: str = NODE) -> list[tuple[int, np.ndarray, np.ndarray]]:
+        """Group global IDs by owning partition: ``[(part_id, positions, ids_of_part), ...]``.
+
+        Raises:
+            ValueError: for a policy other than ``"node"`` / ``"edge"``.
+            IndexError: for an ID outside the graph.
+        """
+        return split_by_partition(np.asarray(ids, dtype=np.int64), self.bounds(policy))
+
+    def bounds(self, policy: str = NODE) -> np.ndarray:
+        """The partition book's range boundaries for ``"node"`` or ``"edge"`` IDs."""
+        kind = policy.split(":", 1)[0]
+        if kind == NODE:
+            return self.book.node_bounds
+        if kind == EDGE:
+            return self.book.edge_bounds
+        raise ValueError(f"policy must be 'node' or 'edge', got {policy!r}")
+
+    def num_rows(self, policy: str) -> int:
+        """Number of nodes (``"node"``) or edges (``"edge"``) of the graph."""
+        return int(self.bounds(policy)[-1])
+
+    # ----- tensors owned by this client --------------------------------------------------------
+
+    def anonymous_name(self) -> str:
+        """A tensor name unique to this client."""
+        return f"{ANONYMOUS_PREFIX}{self.client_id}.{next(self._anonymous_counter)}"
+
+    def register_owned(self, name: str, release: Callable[[], None]) -> None:
+        """Remember that this client created the non-persistent tensor ``name``; ``release`` deletes it."""
+        with self._owned_lock:
+            self._owned[name] = release
+
+    def unregister_owned(self, name: str) -> None:
+        """Forget ``name`` (it was released or deleted)."""
+        with self._owned_lock:
+            self._owned.pop(name, None)
+
+    def delete_everywhere(self, name: str) -> bool:
+        """Delete tensor ``name`` on every partition; returns whether any partition had it."""
+        calls = [lambda p=p: self._delete_on(p, name) for p in range(self.num_parts)]
+        deleted = any(self.run_parallel(calls))
+        self.forget_scheme(name)
+        return deleted
+
+    def _delete_on(self, part_id: int, name: str) -> bool:
+        try:
+            return bool(self.partition(part_id).delete_tensor(name))
+        except KeyError:
+            return False
+
+    # ----- lifetime ----------------------------------------------------------------------------
+
+    def release_owned(self) -> None:
+        """Delete every non-persistent tensor this client created and still holds (best effort)."""
+        with self._owned_lock:
+            releases = list(self._owned.values())
+            self._owned.clear()
+        for release in releases:
+            try:
+                release()
+            except (ServerError, OSError, RuntimeError, KeyError, ValueError) as exc:
+                logger.warning("could not delete a tensor while closing: %s", exc)
+
+    def close(self) -> None:
+        """Delete the non-persistent tensors this client created, then close every connection.
+
+        Idempotent; failures to reach a server while cleaning up are logged, not raised.
+        """
+        if self.closed:
+            return
+        self.release_owned()
+        self.closed = True
+        self._pool.shutdown(wait=True)
+        if not self.standalone:
+            for partition in self._partitions:
+                _close_quietly(partition)
+        for reader in self._local_readers.values():
+            close = getattr(reader, "close", None)
+            if close is not None and not self.standalone:
+                _close_quietly(reader)
+        self._local_readers.clear()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise RuntimeError(_NOT_INITIALIZED)
+
+    def __repr__(self) -> str:
+        mode = "standalone" if self.standalone else "distributed"
+        return (
+            f"ClientContext({mode}, graph={self.graph_name!r}, num_parts={self.num_parts}, "
+            f"local_part_id={self.local_part_id}, client_id={self.client_id!r})"
+        )
+
+
+def _close_quietly(obj) -> None:
+    close = getattr(obj, "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception as exc:  # noqa: BLE001 - cleanup must not mask the original error
+        logger.debug("ignoring error while closing %r: %s", obj, exc)
+
+
+def _check_metadata(config: ClientConfig, metas: list[PartitionMetadata]) -> None:
+    """Cross-check what the servers report against the config and each other."""
+    first = metas[0]
+    for server, meta in zip(config.servers, metas, strict=True):
+        where = f"server {server.address}"
+        if meta.part_id != server.part_id:
+            raise ConfigError(
+                f"{where} serves partition {meta.part_id}, but the config lists it for "
+                f"partition {server.part_id}"
+            )
+        if meta.num_parts != len(config.servers):
+            raise ConfigError(
+                f"{where} belongs to a graph of {meta.num_parts} partitions, but the config lists "
+                f"{len(config.servers)} servers"
+            )
+        if meta.graph_name != first.graph_name or tuple(meta.node_bounds) != tuple(first.node_bounds):
+            raise ConfigError(
+                f"{where} serves graph {meta.graph_name!r} with node bounds {list(meta.node_bounds)}, "
+                f"which differs from {config.servers[0].address} "
+                f"({first.graph_name!r}, {list(first.node_bounds)})"
+            )
+    if config.graph_name is not None and config.graph_name != first.graph_name:
+        raise ConfigError(
+            f"graph_name: the config says {config.graph_name!r} but the servers serve {first.graph_name!r}"
+        )
+
+
+def _local_host_names() -> set[str]:
+    names = {"localhost", "127.0.0.1", "::1", socket.gethostname()}
+    try:
+        names.add(socket.getfqdn())
+    except OSError:  # pragma: no cover
+        pass
+    return names
+
+
+def _open_local_partition(config: ClientConfig, metas: list[PartitionMetadata], rank: int, world: int):
+    """Choose and open the co-located partition: ``(local_part_id, {part: reader}, data, part_config)``."""
+    part_config = config.part_config
+    if config.local_read == "off":
+        return None, {}, None, part_config
+    num_parts = len(metas)
+    here = _local_host_names()
+    if config.local_read == "on":
+        candidates = list(range(num_parts))
+    else:
+        this_host = socket.gethostname()
+        candidates = [
+            p
+            for p, (server, meta) in enumerate(zip(config.servers, metas, strict=True))
+            if meta.hostname == this_host or (not meta.hostname and server.host in here)
+        ]
+    if not candidates:
+        return None, {}, None, part_config
+    if config.local_part_id is not None:
+        if config.local_part_id not in candidates:
+            logger.info(
+                "local_part_id %d is not co-located with this client; reading it over RPC",
+                config.local_part_id,
+            )
+            return None, {}, None, part_config
+        chosen = config.local_part_id
+    else:
+        home = rank_partitions(rank, world, num_parts)
+        chosen = next((p for p in home if p in candidates), candidates[0])
+    path = part_config or metas[chosen].part_config
+    try:
+        reader, data = _open_reader(path, chosen, metas[chosen])
+    except (OSError, ValueError, KeyError) as exc:
+        if config.local_read == "on":
+            raise ConfigError(
+                f"local_read: on, but partition {chosen} cannot be read here from {path!r}: {exc}"
+            ) from exc
+        logger.info("co-located partition %d not readable here (%s); reading it over RPC", chosen, exc)
+        return None, {}, None, part_config
+    return chosen, {chosen: reader}, data, path
+
+
+def _open_reader(path: str | None, part_id: int, meta: PartitionMetadata):
+    """Load partition ``part_id`` memory-mapped and check it is the one the server serves."""
+    if not path:
+        raise FileNotFoundError("no partition config path known (set part_config in the cluster config)")
+    from graphstore.partition import load_partition
+    from graphstore.server.partition_server import PartitionServer
+
+    data = load_partition(path, part_id)
+    if (
+        data.graph_name != meta.graph_name
+        or data.node_start != meta.node_bounds[part_id]
+        or data.node_end != meta.node_bounds[part_id + 1]
+        or data.edge_start != meta.edge_bounds[part_id]
+        or data.edge_end != meta.edge_bounds[part_id + 1]
+    ):
+        raise ValueError(
+            f"partition {part_id} in {path!r} is not the one the server serves (graph or ranges differ)"
+        )
+    return PartitionServer(data, read_only_view=True), data
+
+
+def standalone_context(part_config: str) -> ClientContext:
+    """The process's context for ``part_config``: the current one if there is one (a distributed context
+    keeps talking to its servers; a standalone one of the same partition config is reused), else a new
+    standalone context loading every partition in-process, installed as the process's context.
+
+    Raises:
+        FileNotFoundError: a missing partition config.
+    """
+    with _PROCESS.lock:
+        ctx = current_context()
+        if ctx is not None:
+            if ctx.standalone and ctx.part_config != os.path.abspath(os.fspath(part_config)):
+                raise ValueError(
+                    f"a standalone graph from {ctx.part_config!r} is open; call exit_client() before opening "
+                    f"{os.fspath(part_config)!r}"
+                )
+            return ctx
+        ctx = ClientContext.open_standalone(part_config)
+        set_context(ctx)
+        return ctx

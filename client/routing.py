@@ -1,0 +1,214 @@
+"""Pure, vectorized helpers on the client's hot path: index normalization, routing IDs to their
+owning partitions, de-duplicating writes and reassembling per-partition answers in request order.
+
+Every function here works on whole arrays (numpy), never loops per ID, and has no side effects,
+so it is tested directly (``tests/client/test_routing.py``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+
+_INT_KINDS = ("i", "u")
+# Up to this many partitions, routing uses one boolean pass per partition instead of a sort.
+_MASK_ROUTING_MAX_PARTS = 8
+
+
+def _to_numpy_index(index) -> np.ndarray:
+    """Convert a torch tensor / list / tuple / range / numpy array to a numpy array, no copy for numpy."""
+    if isinstance(index, np.ndarray):
+        return index
+    mod = type(index).__module__
+    if mod.startswith("torch"):
+        import torch
+
+        if not isinstance(index, torch.Tensor):
+            raise TypeError(f"unsupported index type {type(index).__name__}")
+        tensor = index.detach()
+        if tensor.device.type != "cpu":
+            tensor = tensor.cpu()
+        if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
+            if tensor.numel() == 0:  # torch.tensor([]) is float32: an empty index all the same
+                return np.empty(0, dtype=np.int64)
+            raise TypeError(f"index must hold integers or booleans, got a tensor of dtype {tensor.dtype}")
+        return tensor.numpy()
+    if isinstance(index, range):
+        return np.arange(index.start, index.stop, index.step, dtype=np.int64)
+    if isinstance(index, (list, tuple)):
+        if len(index) == 0:
+            return np.empty(0, dtype=np.int64)
+        return np.asarray(index)
+    raise TypeError(
+        f"unsupported index type {type(index).__name__}; use an int, a slice, a list, a numpy array, "
+        "a torch tensor of integers, or a boolean mask"
+    )
+
+
+def normalize_index(index, num_rows: int, *, what: str = "index") -> np.ndarray:
+    """Turn any supported row index into a 1-D int64 numpy array of row IDs, checked against ``num_rows``.
+
+    Supported: a Python / numpy integer (one row: DGL returns ``[1, ...]`` for it), a slice (over
+    ``num_rows``), a list / tuple / range of integers, numpy arrays and torch tensors of integers, and
+    boolean masks (list, numpy or torch) of length ``num_rows``.
+
+    Args:
+        index: the index to normalize.
+        num_rows: the size of the indexed dimension.
+        what: how to call the index in error messages.
+
+    Returns:
+        A 1-D int64 array (a copy only where a conversion is needed).
+
+    Raises:
+        TypeError: a float / complex / string / object index or an unsupported type.
+        ValueError: an index with more than one dimension.
+        IndexError: an ID below 0 or at least ``num_rows``, or a mask of the wrong length.
+    """
+    if isinstance(index, (bool, np.bool_)):
+        raise TypeError(f"{what} must be integers, a slice or a boolean mask, got the scalar {index!r}")
+    if isinstance(index, numbers.Integral):
+        ids = np.array([int(index)], dtype=np.int64)
+    elif isinstance(index, slice):
+        ids = np.arange(*index.indices(num_rows), dtype=np.int64)
+        return ids
+    elif isinstance(index, (float, complex, str, bytes)):
+        raise TypeError(f"{what} must be integers, a slice or a boolean mask, got {index!r}")
+    else:
+        arr = _to_numpy_index(index)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)
+        if arr.ndim != 1:
+            raise ValueError(f"{what} must be one-dimensional, got shape {tuple(arr.shape)}")
+        kind = arr.dtype.kind
+        if kind == "b":
+            if arr.shape[0] != num_rows:
+                raise IndexError(
+                    f"boolean mask {what} has length {arr.shape[0]} but the tensor has {num_rows} rows"
+                )
+            return np.flatnonzero(arr).astype(np.int64, copy=False)
+        if kind not in _INT_KINDS:
+            if arr.size == 0:
+                return np.empty(0, dtype=np.int64)
+            raise TypeError(f"{what} must hold integers or booleans, got dtype {arr.dtype}")
+        ids = arr.astype(np.int64, copy=False)
+    check_range(ids, num_rows, what=what)
+    return ids
+
+
+def check_range(ids: np.ndarray, num_rows: int, *, what: str = "index") -> None:
+    """Raise IndexError naming the first ID outside ``[0, num_rows)``.
+
+    Raises:
+        IndexError: if any ID is negative or at least ``num_rows``.
+    """
+    if ids.size == 0:
+        return
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= num_rows:
+        bad = lo if lo < 0 else hi
+        raise IndexError(
+            f"{what} contains ID {bad}, out of range for {num_rows} rows (valid: 0..{num_rows - 1})"
+        )
+
+
+def partition_of(ids: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Owning partition of each ID under range bounds (partition k owns ``[bounds[k], bounds[k+1])``).
+
+    Raises:
+        IndexError: if an ID lies outside ``[bounds[0], bounds[-1])``.
+    """
+    bounds = np.asarray(bounds, dtype=np.int64)
+    check_range(ids, int(bounds[-1]), what="ID")
+    return np.searchsorted(bounds, ids, side="right") - 1
+
+
+def split_by_partition(
+    ids: np.ndarray, bounds: Sequence[int] | np.ndarray
+) -> list[tuple[int, np.ndarray, np.ndarray]]:
+    """Group ``ids`` by owning partition, keeping each group's request order.
+
+    Args:
+        ids: 1-D int64 global IDs (duplicates allowed).
+        bounds: ``num_parts + 1`` range boundaries of the partition book.
+
+    Returns:
+        For each partition owning at least one ID, in partition order: ``(part_id, positions, part_ids)``
+        where ``positions`` are indices into ``ids`` and ``part_ids == ids[positions]``.
+
+    Raises:
+        IndexError: if an ID is outside the graph's range.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    if ids.size == 0:
+        return []
+    bounds = np.asarray(bounds, dtype=np.int64)
+    parts = partition_of(ids, bounds)
+    num_parts = len(bounds) - 1
+    first = int(parts[0])
+    if num_parts == 1 or bool(np.all(parts == first)):
+        return [(first, np.arange(ids.size, dtype=np.int64), ids)]
+    groups = []
+    if num_parts <= _MASK_ROUTING_MAX_PARTS:
+        # A few passes of a comparison are cheaper than a stable sort for the usual 2-8 partitions.
+        for part_id in range(num_parts):
+            positions = np.flatnonzero(parts == part_id)
+            if positions.size:
+                groups.append((part_id, positions, ids[positions]))
+        return groups
+    order = np.argsort(parts, kind="stable")
+    counts = np.bincount(parts, minlength=num_parts)
+    ends = np.cumsum(counts)
+    for part_id in np.flatnonzero(counts):
+        positions = order[ends[part_id] - counts[part_id] : ends[part_id]]
+        groups.append((int(part_id), positions, ids[positions]))
+    return groups
+
+
+def last_occurrence(ids: np.ndarray) -> np.ndarray | None:
+    """Positions of the last occurrence of each distinct ID, or None when ``ids`` has no duplicates.
+
+    A write with duplicate IDs keeps the last row given for each ID (what ``array[ids] = rows`` does in
+    numpy); de-duplicating on the client makes that well defined whatever order the server applies rows in.
+    """
+    if ids.size < 2:
+        return None
+    diffs = np.diff(ids)
+    if bool(np.all(diffs > 0)):
+        return None
+    reversed_ids = ids[::-1]
+    _, first_in_reversed = np.unique(reversed_ids, return_index=True)
+    if first_in_reversed.size == ids.size:
+        return None
+    return np.sort(ids.size - 1 - first_in_reversed)
+
+
+def assemble(
+    num_ids: int,
+    row_shape: tuple[int, ...],
+    dtype: np.dtype,
+    pieces: list[tuple[np.ndarray, np.ndarray]],
+) -> np.ndarray:
+    """Put per-partition answers back in request order.
+
+    Args:
+        num_ids: length of the original request.
+        row_shape: shape of one row.
+        dtype: storage dtype of the rows.
+        pieces: ``(positions, rows)`` per partition, as routed by :func:`split_by_partition`.
+
+    Returns:
+        A writable array ``[num_ids, *row_shape]`` with ``out[positions] = rows`` for every piece.
+    """
+    if len(pieces) == 1 and pieces[0][0].size == num_ids:
+        positions, rows = pieces[0]
+        if num_ids == 0 or (positions[0] == 0 and bool(np.all(np.diff(positions) == 1))):
+            # One partition answered everything, in request order.
+            rows = np.asarray(rows).reshape((num_ids, *row_shape))
+            return rows if rows.flags.writeable else rows.copy()
+    out = np.empty((num_ids, *row_shape), dtype=dtype)
+    for positions, rows in pieces:
+        out[positions] = np.asarray(rows).reshape((positions.size, *row_shape))
+    return out

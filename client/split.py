@@ -1,0 +1,255 @@
+"""Workload split: which training nodes (or edges) each trainer rank takes.
+
+``node_split`` / ``edge_split`` follow DGL's ``dgl.distributed`` functions of the same names. Every rank
+computes the same deterministic assignment from the same input, so no communication is needed:
+
+- ranks map onto partitions (:func:`partition_trainers`): with at least as many trainers as partitions,
+  consecutive ranks share a partition (``rank * num_parts // world_size``, DGL's machine-major order);
+  with fewer, partition ``p`` belongs to rank ``p % world_size``;
+- locality first: each rank takes IDs of its own partition(s) before anything else;
+- with ``force_even`` every rank gets ``n // world_size`` or one more IDs, the IDs a partition's trainers
+  cannot absorb going to the ranks still short of their quota;
+- without ``force_even`` each partition's IDs are split evenly among its own trainers only;
+- in both cases the ranks' splits are disjoint and their union is exactly the input set.
+
+The assignment itself (:func:`split_ids`) is a pure numpy function that loops over partitions and
+ranks only, never over IDs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from graphstore.client.constants import DEFAULT_ETYPE, DEFAULT_NTYPE
+from graphstore.client.routing import partition_of
+
+
+def even_sizes(total: int, num_chunks: int) -> np.ndarray:
+    """Sizes of ``num_chunks`` chunks of ``total`` items differing by at most one (larger ones first)."""
+    sizes = np.full(num_chunks, total // num_chunks, dtype=np.int64)
+    sizes[: total % num_chunks] += 1
+    return sizes
+
+
+def partition_trainers(part_id: int, world_size: int, num_parts: int) -> list[int]:
+    """Ranks whose home is partition ``part_id``.
+
+    With ``world_size >= num_parts`` these are the consecutive ranks ``r`` with
+    ``r * num_parts // world_size == part_id`` (every partition gets at least one); with fewer trainers
+    than partitions, the single rank ``part_id % world_size``.
+
+    Raises:
+        ValueError: for a non-positive ``world_size`` / ``num_parts`` or an out-of-range ``part_id``.
+    """
+    _check_positive("world_size", world_size)
+    _check_positive("num_parts", num_parts)
+    if not 0 <= part_id < num_parts:
+        raise ValueError(f"part_id {part_id} is out of range for {num_parts} partitions")
+    if world_size < num_parts:
+        return [part_id % world_size]
+    first = -(-part_id * world_size // num_parts)
+    end = -(-(part_id + 1) * world_size // num_parts)
+    return list(range(first, end))
+
+
+def rank_partitions(rank: int, world_size: int, num_parts: int) -> list[int]:
+    """Home partitions of ``rank`` (the inverse of :func:`partition_trainers`).
+
+    Raises:
+        ValueError: for a rank outside ``[0, world_size)``.
+    """
+    _check_rank(rank, world_size)
+    _check_positive("num_parts", num_parts)
+    if world_size < num_parts:
+        return list(range(rank, num_parts, world_size))
+    return [rank * num_parts // world_size]
+
+
+def split_ids(
+    ids: np.ndarray,
+    bounds: np.ndarray,
+    rank: int,
+    world_size: int,
+    force_even: bool = True,
+) -> np.ndarray:
+    """The IDs of ``ids`` that ``rank`` takes (see the module docstring for the rules).
+
+    Args:
+        ids: 1-D int64 global IDs; duplicates are dropped.
+        bounds: ``num_parts + 1`` range boundaries (partition ``k`` owns ``[bounds[k], bounds[k+1])``).
+        rank: this trainer's rank.
+        world_size: number of trainers.
+        force_even: give every rank the same count, plus or minus one.
+
+    Returns:
+        Sorted int64 IDs for ``rank``.
+
+    Raises:
+        ValueError: for a bad ``rank`` / ``world_size``.
+        IndexError: for an ID outside ``[0, bounds[-1])``.
+    """
+    _check_rank(rank, world_size)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    unique_ids, owner = assign_owners(ids, bounds, world_size, force_even)
+    return unique_ids[owner == rank]
+
+
+def assign_owners(
+    ids: np.ndarray, bounds: np.ndarray, world_size: int, force_even: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct IDs of ``ids`` (sorted) and the rank that takes each of them.
+
+    Raises:
+        ValueError: for a non-positive ``world_size``.
+        IndexError: for an ID outside ``[0, bounds[-1])``.
+    """
+    _check_positive("world_size", world_size)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    num_parts = len(bounds) - 1
+    ids = np.unique(np.asarray(ids, dtype=np.int64))
+    parts = partition_of(ids, bounds)
+    counts = np.bincount(parts, minlength=num_parts)
+    # ids are sorted and partitions own ascending ranges, so each partition's IDs are contiguous here.
+    starts = np.concatenate(([0], np.cumsum(counts)))
+    owner = np.full(ids.size, -1, dtype=np.int64)
+    if not force_even:
+        for part_id in range(num_parts):
+            ranks = np.asarray(partition_trainers(part_id, world_size, num_parts), dtype=np.int64)
+            sizes = even_sizes(int(counts[part_id]), ranks.size)
+            owner[starts[part_id] : starts[part_id + 1]] = np.repeat(ranks, sizes)
+        return ids, owner
+    quotas = even_sizes(ids.size, world_size)
+    taken = np.zeros(world_size, dtype=np.int64)
+    for part_id in range(num_parts):
+        cursor, end = int(starts[part_id]), int(starts[part_id + 1])
+        for rank in partition_trainers(part_id, world_size, num_parts):
+            take = min(int(quotas[rank] - taken[rank]), end - cursor)
+            owner[cursor : cursor + take] = rank
+            cursor += take
+            taken[rank] += take
+    leftovers = np.flatnonzero(owner < 0)
+    owner[leftovers] = np.repeat(np.arange(world_size, dtype=np.int64), quotas - taken)
+    return ids, owner
+
+
+def node_split(
+    nodes,
+    partition_book=None,
+    ntype: str = DEFAULT_NTYPE,
+    rank: int | None = None,
+    force_even: bool = True,
+    *,
+    world_size: int | None = None,
+):
+    """The training nodes this trainer takes.
+
+    Args:
+        nodes: a boolean mask over all nodes (a torch / numpy array or a :class:`DistTensor`, e.g.
+            ``g.ndata['train_mask']``; an integer array of 0/1 with one entry per node counts as a mask,
+            as in DGL), or an array of node IDs.
+        partition_book: the graph's partition book; default: the connected graph's.
+        ntype: the node type; only ``'_N'`` exists.
+        rank: this trainer's rank; default: the trainer group's rank (torch.distributed, else RANK).
+        force_even: every rank gets the same count, plus or minus one.
+        world_size: number of trainers; default: the trainer group's size (torch.distributed, else
+            WORLD_SIZE, else 1).
+
+    Returns:
+        A sorted int64 torch tensor of global node IDs.
+
+    Raises:
+        ValueError: unknown ``ntype``, bad rank, or a mask whose length is not the number of nodes.
+        IndexError: a node ID out of range.
+        TypeError: a float array.
+    """
+    return _split(nodes, partition_book, "node", ntype, DEFAULT_NTYPE, rank, force_even, world_size)
+
+
+def edge_split(
+    edges,
+    partition_book=None,
+    etype: str = DEFAULT_ETYPE,
+    rank: int | None = None,
+    force_even: bool = True,
+    *,
+    world_size: int | None = None,
+):
+    """The training edges this trainer takes; the same rules as :func:`node_split` over edge IDs.
+
+    Args:
+        edges: a boolean mask over all edges, or an array of edge IDs.
+        partition_book: the graph's partition book; default: the connected graph's.
+        etype: the edge type; only ``'_E'`` exists.
+        rank, force_even, world_size: as in :func:`node_split`.
+
+    Returns:
+        A sorted int64 torch tensor of global edge IDs.
+
+    Raises:
+        ValueError, IndexError, TypeError: as in :func:`node_split`.
+    """
+    return _split(edges, partition_book, "edge", etype, DEFAULT_ETYPE, rank, force_even, world_size)
+
+
+def _split(items, book, policy, type_name, default_type, rank, force_even, world_size):
+    import torch
+    from graphstore.client import context as context_module
+
+    if type_name not in (None, default_type, policy, f"{policy}:{default_type}"):
+        raise ValueError(
+            f"unknown {'ntype' if policy == 'node' else 'etype'} {type_name!r}; "
+            f"this graph has {default_type!r}"
+        )
+    if book is None:
+        book = context_module.get_context().book
+    bounds = np.asarray(book.node_bounds if policy == "node" else book.edge_bounds, dtype=np.int64)
+    total = int(bounds[-1])
+    if rank is None or world_size is None:
+        ctx_rank, ctx_world = context_module.trainer_rank_and_world()
+        rank = ctx_rank if rank is None else rank
+        world_size = ctx_world if world_size is None else world_size
+    ids = _selected_ids(items, total, policy)
+    return torch.from_numpy(split_ids(ids, bounds, int(rank), int(world_size), bool(force_even)))
+
+
+def _selected_ids(items, total: int, policy: str) -> np.ndarray:
+    """The IDs a mask selects, or the given IDs (as int64 numpy)."""
+    from graphstore.client.dist_tensor import DistTensor
+    from graphstore.client.routing import _to_numpy_index, check_range
+
+    what = "nodes" if policy == "node" else "edges"
+    if isinstance(items, DistTensor):
+        if items.shape[0] != total:
+            raise ValueError(
+                f"mask {items.name!r} has {items.shape[0]} rows but the graph has {total} {what}"
+            )
+        arr = items.read(slice(0, total)).numpy().reshape(total, -1)[:, 0]
+        return np.flatnonzero(arr).astype(np.int64)
+    arr = _to_numpy_index(items)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be a 1-D mask or ID array, got shape {tuple(arr.shape)}")
+    kind = arr.dtype.kind
+    if kind == "b":
+        if arr.size != total:
+            raise ValueError(f"boolean mask of {what} has length {arr.size} but the graph has {total} {what}")
+        return np.flatnonzero(arr).astype(np.int64)
+    if kind not in ("i", "u"):
+        if arr.size == 0:
+            return np.empty(0, dtype=np.int64)
+        raise TypeError(f"{what} must be a boolean mask or integer IDs, got dtype {arr.dtype}")
+    if arr.size == total and total > 2 and arr.size and int(arr.min()) >= 0 and int(arr.max()) <= 1:
+        # A 0/1 integer mask with one entry per node/edge, as DGL accepts (e.g. uint8 train masks).
+        return np.flatnonzero(arr).astype(np.int64)
+    ids = arr.astype(np.int64, copy=False)
+    check_range(ids, total, what=what)
+    return ids
+
+
+def _check_positive(name: str, value: int) -> None:
+    if int(value) < 1:
+        raise ValueError(f"{name} must be at least 1, got {value}")
+
+
+def _check_rank(rank: int, world_size: int) -> None:
+    _check_positive("world_size", world_size)
+    if not 0 <= int(rank) < int(world_size):
+        raise ValueError(f"rank {rank} is out of range for world_size {world_size}")

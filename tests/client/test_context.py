@@ -1,0 +1,235 @@
+"""Cluster config parsing, initialize / exit_client, the context contract, and unreachable servers."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+from graphstore.client import api
+from graphstore.client.config import ClientConfig, ServerAddress, load_client_config
+from graphstore.client.context import ClientContext, current_context, get_context, trainer_rank_and_world
+from graphstore.client.types import RpcPolicy
+from graphstore.errors import ConfigError, ServerUnavailableError
+
+from tests.utils.graphs import make_partitioned_graph
+
+# ----- config parsing (no servers) ----------------------------------------------------------------
+
+
+def test_yaml_config_reads_known_keys_and_ignores_the_rest(tmp_path):
+    (tmp_path / "cluster.yaml").write_text(
+        """
+graph_name: g
+part_config: parts/g.json
+num_trainers: 4              # the launcher's key: ignored here
+servers:
+  - {host: 10.0.0.2, port: 50052, part_id: 1, exec_host: ns1}
+  - {host: 10.0.0.1, port: 50051, part_id: 0}
+rpc: {deadline_s: 2.5, max_retries: 0, future_knob: 1}
+local_read: off
+tls: {ca: certs/ca.pem}
+token: s3cret
+"""
+    )
+    config = load_client_config(str(tmp_path / "cluster.yaml"))
+    assert [s.address for s in config.servers] == ["10.0.0.1:50051", "10.0.0.2:50052"]
+    assert config.graph_name == "g"
+    assert config.part_config == str(tmp_path / "parts" / "g.json")
+    assert config.rpc == RpcPolicy(deadline_s=2.5, max_retries=0)
+    assert config.local_read == "off"  # YAML's bare `off` is a boolean; it still means "off"
+    assert config.tls.ca == str(tmp_path / "certs" / "ca.pem")
+    assert config.token == "s3cret"
+
+
+def test_ip_config_txt_lines_are_partitions_in_order(tmp_path):
+    path = tmp_path / "ip_config.txt"
+    path.write_text("# DGL style\n127.0.0.1 40001\n\n127.0.0.1\n")
+    config = load_client_config(path)
+    assert config.servers == (ServerAddress("127.0.0.1", 40001, 0), ServerAddress("127.0.0.1", 30050, 1))
+
+
+def test_dict_and_config_objects():
+    config = load_client_config({"servers": [{"host": "::1", "port": 7000}], "local_read": "on"})
+    assert config.servers[0].address == "[::1]:7000"
+    assert config.local_read == "on"
+    assert load_client_config(config) is config
+
+
+@pytest.mark.parametrize(
+    "data, field",
+    [
+        ({}, "servers"),
+        ({"servers": [{"host": "a", "port": 70000}]}, "servers[0].port"),
+        ({"servers": [{"host": "a", "port": "x"}]}, "servers[0].port"),
+        ({"servers": [{"port": 1}]}, "servers[0].host"),
+        ({"servers": [{"host": "a", "port": 1, "part_id": 1}]}, "part_id"),
+        ({"servers": [{"host": "a", "port": 1}], "local_read": "maybe"}, "local_read"),
+        ({"servers": [{"host": "a", "port": 1}], "rpc": {"deadline_s": -1}}, "rpc.deadline_s"),
+        ({"servers": [{"host": "a", "port": 1}], "rpc": {"max_retries": 1.5}}, "rpc.max_retries"),
+        ({"servers": [{"host": "a", "port": 1}], "local_part_id": 3}, "local_part_id"),
+    ],
+)
+def test_bad_config_names_the_field(data, field):
+    with pytest.raises(ConfigError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        load_client_config(data)
+
+
+def test_bad_config_sources(tmp_path):
+    with pytest.raises(FileNotFoundError, match="nope.yaml"):
+        load_client_config(tmp_path / "nope.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("servers: [unclosed\n")
+    with pytest.raises(ConfigError, match="invalid YAML"):
+        load_client_config(bad)
+    with pytest.raises(TypeError, match="int"):
+        load_client_config(42)
+
+
+def test_rank_and_world(monkeypatch):
+    monkeypatch.delenv("RANK", raising=False)
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    assert trainer_rank_and_world() == (0, 1)
+    monkeypatch.setenv("RANK", "2")
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    assert trainer_rank_and_world() == (2, 3)
+    monkeypatch.setenv("WORLD_SIZE", "two")
+    with pytest.raises(ValueError, match="WORLD_SIZE"):
+        trainer_rank_and_world()
+
+
+def test_initialize_without_config_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("GRAPHSTORE_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="GRAPHSTORE_CONFIG"):
+        api.initialize()
+
+
+def test_distributed_api_before_initialize():
+    from graphstore.client.dist_graph import DistGraph
+    from graphstore.client.dist_tensor import DistTensor
+
+    api.exit_client()
+    with pytest.raises(RuntimeError, match="initialize"):
+        get_context()
+    with pytest.raises(RuntimeError, match="initialize"):
+        DistTensor((10, 2), "float32")
+    with pytest.raises(RuntimeError, match="initialize"):
+        DistGraph("g")
+
+
+# ----- the context contract (standalone: no servers needed) -----------------------------------
+
+
+@pytest.fixture()
+def standalone(tmp_path):
+    config_path, _ = make_partitioned_graph(tmp_path, num_nodes=300, num_parts=3, feat_dim=4)
+    from graphstore.client.dist_graph import DistGraph
+
+    graph = DistGraph("testgraph", part_config=config_path)
+    yield graph
+    api.exit_client()
+
+
+def test_standalone_context_contract(standalone):
+    ctx = get_context()
+    assert ctx.standalone and ctx.num_parts == 3 and ctx.graph_name == "testgraph"
+    assert ctx.rank == 0 and ctx.world_size == 1
+    assert ctx.local_reader(1) is ctx.partition(1)
+    assert ctx.tensor_scheme("feat").shape == (300, 4)
+    assert ctx.tensor_scheme("nope") is None
+    ids = np.array([299, 0, 150, 0, 101], dtype=np.int64)
+    routes = ctx.route(ids, "node")
+    assert sorted(int(p) for r in routes for p in r[1]) == list(range(5))
+    for part_id, _positions, part_ids in routes:
+        start, end = ctx.book.node_range(part_id)
+        assert np.all((start <= part_ids) & (part_ids < end))
+    with pytest.raises(IndexError, match="300"):
+        ctx.route(np.array([300]), "node")
+    with pytest.raises(IndexError, match="partition 3"):
+        ctx.partition(3)
+    with pytest.raises(ValueError, match="'both'"):
+        ctx.route(ids, "both")
+
+
+def test_run_parallel_runs_concurrently_in_order_and_reraises(standalone):
+    ctx = get_context()
+    barrier = threading.Barrier(3, timeout=10)
+
+    def wait_then(value):
+        barrier.wait()  # only passes when all three run at the same time
+        return value
+
+    assert ctx.run_parallel([lambda v=v: wait_then(v) for v in "abc"]) == ["a", "b", "c"]
+    finished = []
+
+    def slow_ok():
+        time.sleep(0.2)
+        finished.append(True)
+        return 1
+
+    def fail():
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError, match="boom"):
+        ctx.run_parallel([fail, slow_ok])
+    assert finished == [True], "the other calls finished before the error was raised"
+    # nested use from inside a pool call does not deadlock
+    assert ctx.run_parallel([lambda: ctx.run_parallel([lambda: 1, lambda: 2]), lambda: 3]) == [[1, 2], 3]
+
+
+def test_exit_client_is_idempotent_and_closes(standalone):
+    ctx = get_context()
+    api.exit_client()
+    api.exit_client()
+    assert ctx.closed and current_context() is None
+    with pytest.raises(RuntimeError, match="initialize"):
+        ctx.partition(0)
+
+
+# ----- unreachable servers ------------------------------------------------------------------------
+
+
+def test_initialize_with_no_server_listening_fails_fast_naming_it():
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = {
+        "servers": [{"host": "127.0.0.1", "port": port}],
+        "rpc": {"connect_timeout_s": 1.0, "deadline_s": 1.0, "max_retries": 1},
+    }
+    started = time.monotonic()
+    with pytest.raises(ServerUnavailableError, match=f"127.0.0.1:{port}"):
+        api.initialize(config)
+    assert time.monotonic() - started < 20
+    assert current_context() is None
+
+
+def test_server_that_dies_gives_a_named_error_not_a_hang(tmp_path):
+    from tests.utils.cluster import start_servers
+
+    config_path, graph = make_partitioned_graph(tmp_path, num_nodes=200, num_parts=1, feat_dim=4)
+    group = start_servers(config_path, 1)
+    try:
+        config = ClientConfig(
+            servers=(ServerAddress("127.0.0.1", int(group.addresses[0].rsplit(":", 1)[1]), 0),),
+            rpc=RpcPolicy(deadline_s=2.0, connect_timeout_s=20.0, max_retries=1, backoff_initial_s=0.05),
+            local_read="off",
+        )
+        ctx = api.initialize(config)
+        assert isinstance(ctx, ClientContext) and not ctx.standalone
+        assert api.initialize(config) is ctx, "initialize is idempotent"
+        from graphstore.client.dist_graph import DistGraph
+
+        g = DistGraph("testgraph")
+        assert g.ndata["feat"][[0, 1]].shape == (2, 4)
+        group.stop()
+        started = time.monotonic()
+        with pytest.raises(ServerUnavailableError, match=group.addresses[0]):
+            g.ndata["feat"][[0, 1]]
+        assert time.monotonic() - started < 30
+    finally:
+        group.stop()
+        api.exit_client()
