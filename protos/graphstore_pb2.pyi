@@ -126,10 +126,12 @@ class PullRequest(_message.Message):
     def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class PullResponse(_message.Message):
-    __slots__ = ("rows",)
+    __slots__ = ("rows", "padding")
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     rows: Tensor
-    def __init__(self, rows: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+    padding: bytes
+    def __init__(self, rows: _Optional[_Union[Tensor, _Mapping]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class PushRequest(_message.Message):
     __slots__ = ("name", "ids", "rows", "op")

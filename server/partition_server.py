@@ -1,0 +1,466 @@
+"""One partition as plain Python objects: :class:`PartitionServer` implements ``PartitionAPI``.
+
+The gRPC servicer (:mod:`graphstore.server.servicer`) is a thin layer over this class, and the
+client's standalone mode and co-located reads call it in-process, so every behaviour (range checks,
+locking, error types) is defined once, here and in the modules it composes:
+
+- :mod:`~graphstore.server.storage`: named tensors, locks, versions, global -> local IDs;
+- :mod:`~graphstore.server.sampler`: vectorized neighbor sampling and structure queries;
+- :mod:`~graphstore.server.optimizer`: sparse optimizer state beside the rows;
+- :mod:`~graphstore.server.barrier`: named barriers;
+- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections import Counter
+
+import numpy as np
+
+from graphstore.partition.types import PartitionData
+from graphstore.server import sampler
+from graphstore.server.barrier import BarrierRegistry
+from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.optimizer import SparseOptimizerState
+from graphstore.server.storage import IdRange, TensorStore
+from graphstore.server.types import (
+    EDGE,
+    NODE,
+    InitSpec,
+    OptimizerConfig,
+    PartitionMetadata,
+    ServerStats,
+    TensorScheme,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def read_rss_bytes() -> tuple[int, int]:
+    """``(VmRSS, RssAnon)`` of this process in bytes from /proc/self/status (0, 0 where unavailable)."""
+    values = {"VmRSS:": 0, "RssAnon:": 0}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                key = line.split(":", 1)[0] + ":"
+                if key in values:
+                    values[key] = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return values["VmRSS:"], values["RssAnon:"]
+
+
+def _edge_feature_name(name: str, node_names: set[str]) -> str:
+    """Edge features share the tensor namespace with node features; on a clash the edge one is
+    registered as ``edge:NAME``."""
+    return f"edge:{name}" if name in node_names else name
+
+
+class PartitionServer:
+    """The data and operations of one partition (see :class:`graphstore.server.types.PartitionAPI`).
+
+    Args:
+        partition: the loaded partition (arrays memory-mapped).
+        writable_features: copy the partition's features into memory and allow writes to them.
+        read_only_view: expose only the partition's read-only data (features and structure), as a
+            co-located client does in-process; every write and every run-time tensor operation
+            raises PermissionError.
+
+    Raises:
+        ValueError: both ``writable_features`` and ``read_only_view``.
+    """
+
+    def __init__(
+        self,
+        partition: PartitionData,
+        *,
+        writable_features: bool = False,
+        read_only_view: bool = False,
+    ) -> None:
+        if writable_features and read_only_view:
+            raise ValueError("writable_features and read_only_view exclude each other")
+        self.part_id = int(partition.part_id)
+        self._partition = partition
+        self._read_only_view = read_only_view
+        book = partition.book
+        self._node_bounds = tuple(int(b) for b in np.asarray(book.node_bounds))
+        self._edge_bounds = tuple(int(b) for b in np.asarray(book.edge_bounds))
+        self._store = TensorStore(
+            self.part_id,
+            IdRange(partition.node_start, partition.node_end, self._node_bounds[-1]),
+            IdRange(partition.edge_start, partition.edge_end, self._edge_bounds[-1]),
+        )
+        for name, array in partition.node_feats.items():
+            scheme = partition.node_schemes[name]
+            self._store.add_partition_tensor(name, array, scheme.dtype, NODE, writable_features)
+        node_names = set(partition.node_feats)
+        for name, array in partition.edge_feats.items():
+            scheme = partition.edge_schemes[name]
+            tensor_name = _edge_feature_name(name, node_names)
+            self._store.add_partition_tensor(tensor_name, array, scheme.dtype, EDGE, writable_features)
+        # Plain ndarray views of the mapped structure arrays: np.memmap's __getitem__ adds Python
+        # overhead to every index operation of the sampler.
+        self._in_indptr = np.asarray(partition.in_indptr)
+        self._in_src = np.asarray(partition.in_src)
+        self._out_indptr = np.asarray(partition.out_indptr)
+        self._out_dst = np.asarray(partition.out_dst)
+        self._out_eid = np.asarray(partition.out_eid)
+        self._optimizer = SparseOptimizerState()
+        self._barriers = BarrierRegistry()
+        self._started = time.monotonic()
+        self._counters: Counter[str] = Counter()
+        self._counter_lock = threading.Lock()
+        self.address = ""
+
+    # -- helpers ---------------------------------------------------------------------------------
+
+    @property
+    def partition(self) -> PartitionData:
+        """The loaded partition."""
+        return self._partition
+
+    @property
+    def store(self) -> TensorStore:
+        """The named tensors (for in-process callers such as benchmarks and tests)."""
+        return self._store
+
+    def _count(self, key: str, amount: int = 1) -> None:
+        with self._counter_lock:
+            self._counters[key] += amount
+
+    def _writes_allowed(self, what: str) -> None:
+        if self._read_only_view:
+            raise PermissionError(
+                f"{what}: this is a read-only view of partition {self.part_id}; writes go to its server"
+            )
+
+    def _local_nodes(self, ids: np.ndarray, arg: str) -> np.ndarray:
+        return self._store.to_local(NODE, ids, arg)
+
+    def _optimizer_hooks(self) -> OptimizerHooks:
+        return OptimizerHooks(
+            kind=self._optimizer.kind,
+            state_arrays=self._optimizer.state_arrays,
+            load_state_arrays=self._optimizer.load_state_arrays,
+        )
+
+    # -- metadata --------------------------------------------------------------------------------
+
+    def metadata(self) -> PartitionMetadata:
+        """The graph's name, ranges and this partition's tensor schemes."""
+        p = self._partition
+        return PartitionMetadata(
+            graph_name=p.graph_name,
+            part_id=self.part_id,
+            num_parts=len(self._node_bounds) - 1,
+            num_nodes=self._node_bounds[-1],
+            num_edges=self._edge_bounds[-1],
+            node_bounds=self._node_bounds,
+            edge_bounds=self._edge_bounds,
+            tensors=tuple(self.list_tensors()),
+            part_config=p.config_path,
+            hostname=socket.gethostname(),
+        )
+
+    def stats(self) -> ServerStats:
+        """Uptime, memory and request counters."""
+        rss, rss_anon = read_rss_bytes()
+        with self._counter_lock:
+            counters = dict(self._counters)
+        return ServerStats(
+            part_id=self.part_id,
+            uptime_s=time.monotonic() - self._started,
+            rss_bytes=rss,
+            rss_anon_bytes=rss_anon,
+            tensors=tuple(self.list_tensors()),
+            counters=counters,
+            address=self.address,
+        )
+
+    # -- named tensors ---------------------------------------------------------------------------
+
+    def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
+        """Rows of ``name`` for global ``ids`` owned here, in request order (storage form).
+
+        Raises:
+            KeyError: unknown tensor.
+            ValueError: an ID not owned by this partition.
+        """
+        rows = self._store.pull(name, ids)
+        self._count("pull_rows", len(rows))
+        return rows
+
+    def pull_into(self, name: str, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """:meth:`pull` into a given array of shape ``(len(ids), *row_shape)`` and the storage dtype.
+
+        Raises:
+            KeyError: unknown tensor.
+            ValueError: an ID not owned here, or ``out`` of the wrong shape or dtype.
+        """
+        rows = self._store.pull(name, ids, out=out)
+        self._count("pull_rows", len(rows))
+        return rows
+
+    def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
+        """Assign or add rows, atomically per request; returns the tensor's new version.
+
+        Raises:
+            KeyError: unknown tensor.
+            PermissionError: a read-only tensor, or a read-only view.
+            ValueError: bad op, IDs, dtype or shape.
+        """
+        self._writes_allowed("push")
+        version = self._store.push(name, ids, rows, op)
+        self._count("push_rows", len(rows))
+        return version
+
+    def init_tensor(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        policy: str,
+        persistent: bool = False,
+        init: InitSpec = InitSpec(),
+        owner: str = "",
+    ) -> tuple[bool, TensorScheme]:
+        """Create a tensor or attach to an identical one (see :meth:`TensorStore.init`).
+
+        Raises:
+            ValueError: bad name, shape, dtype, policy or initializer.
+            FileExistsError: the name exists with another scheme.
+            PermissionError: a read-only view.
+            MemoryError: the rows do not fit in memory.
+        """
+        self._writes_allowed("init_tensor")
+        return self._store.init(name, tuple(shape), dtype, policy, persistent, init, owner)
+
+    def delete_tensor(self, name: str) -> bool:
+        """Delete a run-time tensor and its optimizer state; False when it does not exist.
+
+        Raises:
+            PermissionError: a partition tensor, or a read-only view.
+        """
+        self._writes_allowed("delete_tensor")
+        deleted = self._store.delete(name)
+        if deleted:
+            self._optimizer.drop(name)
+        return deleted
+
+    def tensor_scheme(self, name: str) -> TensorScheme:
+        """The scheme of one tensor.
+
+        Raises:
+            KeyError: unknown tensor.
+        """
+        return self._store.get(name).scheme()
+
+    def list_tensors(self) -> list[TensorScheme]:
+        """Schemes of every tensor, sorted by name."""
+        return self._store.schemes()
+
+    # -- structure -------------------------------------------------------------------------------
+
+    def sample_neighbors(
+        self,
+        seeds: np.ndarray,
+        fanout: int,
+        edge_dir: str = "in",
+        replace: bool = False,
+        prob: str | None = None,
+        random_seed: int | None = None,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Sample edges around seeds owned here; returns global ``(src, dst, eid)``.
+
+        Args:
+            seeds: global node IDs owned by this partition.
+            fanout: edges per seed, -1 for all.
+            edge_dir: ``"in"`` (edges pointing to the seeds) or ``"out"``.
+            replace: with replacement.
+            prob: name of an edge tensor of non-negative weights (``edge_dir="in"`` only: the
+                in-edges of the seeds are the edges this partition owns).
+            random_seed: makes the sample reproducible.
+
+        Raises:
+            ValueError: bad seeds, fanout < -1, bad edge_dir, a prob tensor that is not a 1-column
+                edge tensor or holds negative weights, or ``prob`` with ``edge_dir="out"``.
+            KeyError: unknown prob tensor.
+        """
+        p = self._partition
+        local = self._local_nodes(seeds, "seeds")
+        rng = np.random.default_rng(random_seed)
+        if edge_dir == "in":
+            weights = self._edge_weights(prob) if prob else None
+            positions, seed_index = sampler.sample_neighbors_csr(
+                self._in_indptr, local, fanout, replace=replace, weights=weights, rng=rng
+            )
+            src = self._in_src[positions]
+            dst = np.asarray(seeds, dtype=np.int64)[seed_index]
+            eid = positions + p.edge_start
+        elif edge_dir == "out":
+            if prob:
+                raise ValueError(
+                    f"prob: edge weights ({prob!r}) are supported for edge_dir='in' only; a partition owns "
+                    "the in-edges of its nodes, not their out-edges"
+                )
+            positions, seed_index = sampler.sample_neighbors_csr(
+                self._out_indptr, local, fanout, replace=replace, rng=rng
+            )
+            src = np.asarray(seeds, dtype=np.int64)[seed_index]
+            dst = self._out_dst[positions]
+            eid = self._out_eid[positions]
+        else:
+            raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+        self._count("sampled_seeds", len(local))
+        return src, dst, eid
+
+    def _edge_weights(self, prob: str) -> np.ndarray:
+        tensor = self._store.get(prob)
+        if tensor.policy != EDGE:
+            raise ValueError(
+                f"prob: tensor {prob!r} is a {tensor.policy} tensor; sampling weights must be per edge"
+            )
+        if tensor.data.ndim > 2 or (tensor.data.ndim == 2 and tensor.data.shape[1] != 1):
+            raise ValueError(
+                f"prob: tensor {prob!r} must have one weight per edge, got row shape {tensor.row_shape}"
+            )
+        if tensor.dtype == "bfloat16":
+            from graphstore.server.storage import bfloat16_bits_to_float32
+
+            return bfloat16_bits_to_float32(tensor.data.reshape(-1))
+        if tensor.dtype == "bool":
+            return tensor.data.reshape(-1).astype(np.float64)
+        return tensor.data.reshape(-1)
+
+    def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Global ``(src, dst)`` of edges owned by this partition.
+
+        Raises:
+            ValueError: an edge ID not owned here.
+        """
+        p = self._partition
+        local = self._store.to_local(EDGE, eids, "eids")
+        src = self._in_src[local]
+        dst = sampler.dst_of_positions(self._in_indptr, local) + p.node_start
+        return src, dst
+
+    def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every in-edge of ``nodes`` (owned here) as global ``(src, dst, eid)``.
+
+        Raises:
+            ValueError: a node not owned here.
+        """
+        p = self._partition
+        local = self._local_nodes(nodes, "nodes")
+        positions, seed_index = sampler.all_neighbors(self._in_indptr, local)
+        src = self._in_src[positions]
+        dst = np.asarray(nodes, dtype=np.int64)[seed_index]
+        return src, dst, positions + p.edge_start
+
+    def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
+        """In- or out-degrees (int64) of nodes owned here.
+
+        Raises:
+            ValueError: a node not owned here, or a bad ``edge_dir``.
+        """
+        if edge_dir not in ("in", "out"):
+            raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+        local = self._local_nodes(nids, "nids")
+        indptr = self._in_indptr if edge_dir == "in" else self._out_indptr
+        return sampler.degrees_of(indptr, local)
+
+    # -- optimizer, barrier, checkpoints ---------------------------------------------------------
+
+    def push_grad(self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig) -> int:
+        """Apply one sparse optimizer step to rows ``ids`` under the tensor's write lock.
+
+        Args:
+            name: a writable 2-D float32 tensor.
+            ids: unique global IDs owned here.
+            grads: float32 ``[len(ids), dim]``.
+            optimizer: kind and hyper-parameters.
+
+        Returns:
+            The tensor's new version.
+
+        Raises:
+            KeyError: unknown tensor.
+            PermissionError: a read-only tensor or view.
+            ValueError: bad IDs, grads, optimizer kind or hyper-parameters.
+        """
+        self._writes_allowed("push_grad")
+        tensor = self._store.get(name)
+        local = self._store.to_local(tensor.policy, ids)
+        with self._store.writing(name) as tensor:
+            self._optimizer.apply(name, tensor.data, local, np.asarray(grads), optimizer)
+            version = tensor.version + 1  # ``writing`` bumps it on exit
+        self._count("push_grad_rows", len(local))
+        return version
+
+    def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
+        """Block until ``count`` participants reached barrier ``name``; returns its generation.
+
+        Raises:
+            ValueError: bad count or timeout.
+            TimeoutError: (BarrierTimeoutError) not everyone arrived in time.
+        """
+        return self._barriers.wait(name, count, timeout_s, participant)
+
+    def close(self) -> None:
+        """Release waiting barrier participants (shutdown); the data stays readable."""
+        self._barriers.close()
+
+    def _orig_ids(self) -> dict[str, np.ndarray]:
+        return {NODE: self._partition.orig_nid, EDGE: self._partition.orig_eid}
+
+    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
+        """Write tensors (all run-time tensors by default) and their optimizer state under ``path``.
+
+        Returns:
+            ``(files written, rows written)``.
+
+        Raises:
+            KeyError: an unknown tensor.
+            PermissionError: a read-only view.
+        """
+        self._writes_allowed("checkpoint")
+        if not path:
+            raise ValueError("path: a checkpoint needs a folder path")
+        if not names:
+            names = [s.name for s in self._store.schemes() if not s.from_partition]
+        return save_checkpoint(
+            path,
+            self._store,
+            list(names),
+            graph_name=self._partition.graph_name,
+            num_parts=len(self._node_bounds) - 1,
+            orig_ids=self._orig_ids(),
+            optimizer=self._optimizer_hooks(),
+        )
+
+    def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
+        """Load tensors and optimizer state from a checkpoint written by any number of partitions.
+
+        Returns:
+            ``(restored names, rows restored)``.
+
+        Raises:
+            FileNotFoundError: missing folder or tensor.
+            ValueError: another graph's checkpoint, a scheme mismatch, or incomplete coverage.
+            PermissionError: a read-only view or tensor.
+        """
+        self._writes_allowed("restore")
+        if not path:
+            raise ValueError("path: a restore needs a folder path")
+        return restore_checkpoint(
+            path,
+            self._store,
+            list(names) if names else None,
+            graph_name=self._partition.graph_name,
+            orig_ids=self._orig_ids(),
+            optimizer=self._optimizer_hooks(),
+        )

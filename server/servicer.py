@@ -1,0 +1,366 @@
+"""The gRPC face of a partition: decode the request, call :class:`PartitionServer`, encode the answer.
+
+Nothing here knows about storage or sampling. The one place that turns Python exceptions into
+gRPC status codes is :func:`status_for`; every handler runs inside the wrapper that
+:meth:`PartitionServicer._bind` builds, so a bad request of any kind gets a status whose message
+names the argument and value, and the server keeps serving.
+
+Handlers receive the raw request bytes and parse them themselves, so that a truncated or garbage
+request is answered with INVALID_ARGUMENT (grpcio would answer a failing deserializer with a bare
+INTERNAL). Pull answers come from :func:`graphstore.protos.codec.pull_response_buffer`: the rows are
+gathered straight into the answer's bytes. The error's Python type also travels in the trailing
+metadata (``graphstore-error``) so :class:`graphstore.client.remote.RemotePartition` raises the same
+exception type as the in-process server does.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from graphstore.errors import BarrierTimeoutError
+from graphstore.protos import codec
+from graphstore.protos import graphstore_pb2 as pb
+from graphstore.server.types import InitSpec, OptimizerConfig
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME = "graphstore.PartitionService"
+ERROR_METADATA_KEY = "graphstore-error"
+
+# Python exception -> (gRPC status, the name the client maps back). Order matters: the OSError
+# subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
+_STATUS_TABLE: tuple[tuple[type[BaseException], grpc.StatusCode, str], ...] = (
+    (BarrierTimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
+    (TimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
+    (FileExistsError, grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
+    (FileNotFoundError, grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
+    (PermissionError, grpc.StatusCode.FAILED_PRECONDITION, "PermissionError"),
+    (ConnectionAbortedError, grpc.StatusCode.UNAVAILABLE, "ConnectionAbortedError"),
+    (KeyError, grpc.StatusCode.NOT_FOUND, "KeyError"),
+    (ValueError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
+    (TypeError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
+    (OverflowError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
+    (IndexError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
+    (MemoryError, grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
+)
+
+
+def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
+    """Map an exception raised by a partition call to ``(status code, message, error type name)``.
+
+    Anything not in the table is INTERNAL (and is logged with its traceback by the caller).
+    """
+    message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+    for exc_type, code, name in _STATUS_TABLE:
+        if isinstance(exc, exc_type):
+            return code, str(message), name
+    return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {message}", "InternalError"
+
+
+def _finite(value: float, arg: str) -> float:
+    if not math.isfinite(value):
+        raise ValueError(f"{arg} must be finite, got {value}")
+    return value
+
+
+_INIT_KINDS = {
+    pb.Initializer.ZEROS: "zeros",
+    pb.Initializer.UNIFORM: "uniform",
+    pb.Initializer.NORMAL: "normal",
+    pb.Initializer.CONSTANT: "constant",
+    pb.Initializer.PUSHED: "pushed",
+}
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+def _serialize(response: Any) -> bytes:
+    """Serialize a response message; pre-serialized answers (fast-path pulls) pass through."""
+    return response if isinstance(response, bytes) else response.SerializeToString()
+
+
+class _InFlight:
+    """A count of calls accepted and not yet answered, and when the last one was accepted."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._count = 0
+        self._last_enter = 0.0
+
+    def enter(self) -> None:
+        with self._cond:
+            self._count += 1
+            self._last_enter = time.monotonic()
+
+    def leave(self) -> None:
+        with self._cond:
+            self._count -= 1
+            if self._count == 0:
+                self._cond.notify_all()
+
+    def wait_quiet(self, timeout: float, settle: float) -> bool:
+        """Wait until nothing is in flight and nothing was accepted for ``settle`` seconds."""
+        end = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                now = time.monotonic()
+                quiet_for = now - self._last_enter
+                if self._count == 0 and quiet_for >= settle:
+                    return True
+                if now >= end:
+                    return False
+                wait = settle - quiet_for if self._count == 0 else end - now
+                self._cond.wait(max(min(wait, end - now), 0.001))
+
+
+class _CountingHandler(grpc.GenericRpcHandler):
+    """Routes this service's methods and counts each accepted call as in flight (the handler leaves)."""
+
+    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler], in_flight: _InFlight) -> None:
+        self._handlers = handlers
+        self._in_flight = in_flight
+
+    def service(self, handler_call_details):
+        handler = self._handlers.get(handler_call_details.method)
+        if handler is not None:
+            self._in_flight.enter()
+        return handler
+
+
+class PartitionServicer:
+    """Handlers of ``graphstore.PartitionService`` over a :class:`PartitionServer`.
+
+    Args:
+        server: the partition (any object implementing ``PartitionAPI``).
+        on_shutdown: called (once per Shutdown RPC) after the Shutdown answer is produced; the
+            process owner stops the gRPC server from it.
+    """
+
+    def __init__(self, server, on_shutdown: Callable[[], None] | None = None) -> None:
+        self._server = server
+        self._on_shutdown = on_shutdown
+        self._in_flight = _InFlight()
+        self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
+            "Metadata": (pb.MetadataRequest, self._metadata),
+            "Pull": (pb.PullRequest, self._pull),
+            "Push": (pb.PushRequest, self._push),
+            "Init": (pb.InitRequest, self._init),
+            "Delete": (pb.DeleteRequest, self._delete),
+            "List": (pb.ListRequest, self._list),
+            "SampleNeighbors": (pb.SampleRequest, self._sample),
+            "FindEdges": (pb.FindEdgesRequest, self._find_edges),
+            "InSubgraph": (pb.InSubgraphRequest, self._in_subgraph),
+            "Degrees": (pb.DegreesRequest, self._degrees),
+            "PushGrad": (pb.PushGradRequest, self._push_grad),
+            "Barrier": (pb.BarrierRequest, self._barrier),
+            "Checkpoint": (pb.CheckpointRequest, self._checkpoint),
+            "Restore": (pb.RestoreRequest, self._restore),
+            "Shutdown": (pb.ShutdownRequest, self._shutdown),
+            "Stats": (pb.StatsRequest, self._stats),
+        }
+
+    def generic_handler(self) -> grpc.GenericRpcHandler:
+        """The handler to register with ``grpc.Server.add_generic_rpc_handlers``."""
+        handlers = {
+            f"/{SERVICE_NAME}/{method}": grpc.unary_unary_rpc_method_handler(
+                self._bind(method, request_type, handler),
+                request_deserializer=_identity,
+                response_serializer=_serialize,
+            )
+            for method, (request_type, handler) in self._methods.items()
+        }
+        return _CountingHandler(handlers, self._in_flight)
+
+    def wait_idle(self, timeout: float, settle: float = 0.1) -> bool:
+        """Wait until no call of this service is in flight and none was accepted for ``settle`` seconds
+        (calls grpc accepted just before shutdown reach the handler a moment later); True if that
+        happened within ``timeout``.
+
+        Used on shutdown: once the unary calls have finished, long-lived streams (health Watch)
+        need not hold the process for the rest of the grace period.
+        """
+        return self._in_flight.wait_quiet(timeout, settle)
+
+    def _bind(
+        self, method: str, request_type: type, handler: Callable
+    ) -> Callable[[bytes, grpc.ServicerContext], Any]:
+        def run(raw: bytes, context: grpc.ServicerContext) -> Any:
+            # The call stays in flight until its answer has been sent, not just computed.
+            if not context.add_callback(self._in_flight.leave):
+                self._in_flight.leave()  # already terminated (cancelled by the client)
+            return _call(raw, context)
+
+        def _call(raw: bytes, context: grpc.ServicerContext) -> Any:
+            try:
+                try:
+                    request = request_type.FromString(raw)
+                except DecodeError as exc:
+                    raise ValueError(
+                        f"request: {len(raw)} bytes are not a valid {request_type.__name__}: {exc}"
+                    ) from None
+                return handler(request, context)
+            except Exception as exc:  # noqa: BLE001 - the one place that maps exceptions to statuses
+                code, message, name = status_for(exc)
+                if code == grpc.StatusCode.INTERNAL:
+                    logger.exception("%s failed", method)
+                else:
+                    logger.debug("%s: %s: %s", method, code.name, message)
+                context.set_trailing_metadata(((ERROR_METADATA_KEY, name),))
+                context.abort(code, f"{method}: {message}")
+
+        return run
+
+    # -- handlers: decode, call, encode ----------------------------------------------------------
+
+    def _metadata(self, request: pb.MetadataRequest, context) -> pb.MetadataResponse:
+        response = pb.MetadataResponse()
+        codec.write_metadata(response, self._server.metadata())
+        return response
+
+    def _stats(self, request: pb.StatsRequest, context) -> pb.StatsResponse:
+        response = pb.StatsResponse()
+        codec.write_stats(response, self._server.stats())
+        return response
+
+    def _pull(self, request: pb.PullRequest, context) -> bytes:
+        scheme = self._server.tensor_scheme(request.name)
+        ids = codec.read_ids(request.ids, "ids")
+        target = codec.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
+        if target is not None:
+            # Gather the rows straight into the answer's bytes: no copy of the payload.
+            answer, rows = target
+            self._server.pull_into(request.name, ids, rows)
+            return answer
+        return codec.encode_pull_response(self._server.pull(request.name, ids), scheme.dtype)
+
+    def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
+        scheme = self._server.tensor_scheme(request.name)
+        ids = codec.read_ids(request.ids, "ids")
+        rows, dtype = codec.read_tensor(request.rows, "rows")
+        if dtype != scheme.dtype:
+            raise ValueError(
+                f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
+            )
+        version = self._server.push(request.name, ids, rows, codec.op_from_wire(request.op))
+        return pb.PushResponse(version=version)
+
+    def _init(self, request: pb.InitRequest, context) -> pb.InitResponse:
+        kind = _INIT_KINDS.get(request.init.kind)
+        if kind is None:
+            raise ValueError(f"init.kind: unsupported initializer enum value {request.init.kind}")
+        init = InitSpec(
+            kind=kind,
+            a=_finite(request.init.a, "init.a"),
+            b=_finite(request.init.b, "init.b"),
+            seed=request.init.seed,
+        )
+        created, scheme = self._server.init_tensor(
+            request.name,
+            tuple(request.shape),
+            codec.dtype_from_wire(request.dtype),
+            codec.policy_from_wire(request.policy),
+            request.persistent,
+            init,
+            request.owner,
+        )
+        response = pb.InitResponse(created=created)
+        codec.write_scheme(response.scheme, scheme)
+        return response
+
+    def _delete(self, request: pb.DeleteRequest, context) -> pb.DeleteResponse:
+        return pb.DeleteResponse(deleted=self._server.delete_tensor(request.name))
+
+    def _list(self, request: pb.ListRequest, context) -> pb.ListResponse:
+        response = pb.ListResponse()
+        for scheme in self._server.list_tensors():
+            codec.write_scheme(response.tensors.add(), scheme)
+        return response
+
+    @staticmethod
+    def _edges(src: np.ndarray, dst: np.ndarray, eid: np.ndarray | None) -> pb.EdgesResponse:
+        response = pb.EdgesResponse()
+        codec.write_ids(response.src, src)
+        codec.write_ids(response.dst, dst)
+        if eid is not None:
+            codec.write_ids(response.eid, eid)
+        return response
+
+    def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
+        seeds = codec.read_ids(request.seeds, "seeds")
+        src, dst, eid = self._server.sample_neighbors(
+            seeds,
+            int(request.fanout),
+            codec.edge_dir_from_wire(request.edge_dir),
+            request.replace,
+            request.prob or None,
+            request.random_seed if request.has_random_seed else None,
+        )
+        return self._edges(src, dst, eid)
+
+    def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
+        eids = codec.read_ids(request.eids, "eids")
+        src, dst = self._server.find_edges(eids)
+        return self._edges(src, dst, eids)
+
+    def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
+        src, dst, eid = self._server.in_subgraph(codec.read_ids(request.nodes, "nodes"))
+        return self._edges(src, dst, eid)
+
+    def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
+        nids = codec.read_ids(request.nids, "nids")
+        degrees = self._server.degrees(nids, codec.edge_dir_from_wire(request.edge_dir))
+        response = pb.DegreesResponse()
+        codec.write_ids(response.degrees, degrees)
+        return response
+
+    def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:
+        ids = codec.read_ids(request.ids, "ids")
+        grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
+        opt = request.optimizer
+        config = OptimizerConfig(
+            kind=opt.kind,
+            lr=_finite(opt.lr, "optimizer.lr"),
+            eps=_finite(opt.eps, "optimizer.eps"),
+            beta1=_finite(opt.beta1, "optimizer.beta1"),
+            beta2=_finite(opt.beta2, "optimizer.beta2"),
+        )
+        version = self._server.push_grad(request.name, ids, grads, config)
+        return pb.PushGradResponse(version=version)
+
+    def _barrier(self, request: pb.BarrierRequest, context) -> pb.BarrierResponse:
+        timeout_s = request.timeout_s
+        remaining = context.time_remaining()
+        if remaining is not None and math.isfinite(timeout_s) and timeout_s > 0:
+            # Never wait past the caller's deadline: it could not hear the answer anyway.
+            timeout_s = max(min(timeout_s, remaining), 1e-3)
+        generation = self._server.barrier(request.name, request.count, timeout_s, request.participant)
+        return pb.BarrierResponse(generation=generation)
+
+    def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
+        files, rows = self._server.checkpoint(request.path, list(request.names) or None)
+        response = pb.CheckpointResponse(rows=rows)
+        response.files[:] = files
+        return response
+
+    def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
+        names, rows = self._server.restore(request.path, list(request.names) or None)
+        response = pb.RestoreResponse(rows=rows)
+        response.names[:] = names
+        return response
+
+    def _shutdown(self, request: pb.ShutdownRequest, context) -> pb.ShutdownResponse:
+        if self._on_shutdown is not None:
+            # Stop from another thread: the answer must leave before the server stops accepting.
+            context.add_callback(self._on_shutdown)
+        return pb.ShutdownResponse()

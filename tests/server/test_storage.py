@@ -1,0 +1,119 @@
+"""TensorStore and its pure helpers: ID conversion, bfloat16 rounding, scatter-add, readers-writer lock."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from graphstore.server.storage import (
+    IdRange,
+    ReadWriteLock,
+    TensorStore,
+    bfloat16_bits_to_float32,
+    float32_to_bfloat16_bits,
+    scatter_add,
+    to_local_ids,
+)
+from graphstore.server.types import InitSpec
+
+
+def _store() -> TensorStore:
+    return TensorStore(1, IdRange(100, 200, 300), IdRange(1000, 1500, 2000))
+
+
+def test_to_local_ids_checks_the_owned_range():
+    np.testing.assert_array_equal(
+        to_local_ids(np.array([100, 199, 150]), 100, 200, "ids", "node", 1), [0, 99, 50]
+    )
+    with pytest.raises(
+        ValueError, match=r"ids: node ID 200 is not owned by partition 1 \(it owns node IDs \[100, 200\)\)"
+    ):
+        to_local_ids(np.array([150, 200]), 100, 200, "ids", "node", 1)
+    with pytest.raises(ValueError, match="node ID -1"):
+        to_local_ids(np.array([-1]), 100, 200, "ids", "node", 1)
+    with pytest.raises(ValueError, match="1-d"):
+        to_local_ids(np.zeros((2, 2), np.int64), 100, 200, "ids", "node", 1)
+    with pytest.raises(ValueError, match="integers"):
+        to_local_ids(np.array([1.5]), 100, 200, "ids", "node", 1)
+    assert to_local_ids(np.empty(0, np.int64), 100, 200, "ids", "node", 1).size == 0
+
+
+def test_bfloat16_conversion_matches_torch():
+    torch = pytest.importorskip("torch")
+    values = np.concatenate(
+        [
+            np.random.default_rng(0).standard_normal(10_000).astype(np.float32) * 1e3,
+            [0.0, -0.0, np.inf, -np.inf],
+        ]
+    ).astype(np.float32)
+    bits = float32_to_bfloat16_bits(values)
+    expected = torch.from_numpy(values).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
+    np.testing.assert_array_equal(bits, expected)
+    np.testing.assert_array_equal(
+        bfloat16_bits_to_float32(bits), torch.from_numpy(values).to(torch.bfloat16).float()
+    )
+    assert np.isnan(bfloat16_bits_to_float32(float32_to_bfloat16_bits(np.array([np.nan], np.float32))))[0]
+
+
+@pytest.mark.parametrize(
+    "dtype,storage", [("float32", np.float32), ("int64", np.int64), ("float16", np.float16)]
+)
+def test_scatter_add_sums_repeated_indices(dtype, storage):
+    data = np.zeros((5, 2), storage)
+    scatter_add(data, np.array([1, 3, 1, 1]), np.ones((4, 2), storage), dtype)
+    np.testing.assert_array_equal(data[:, 0], [0, 3, 0, 1, 0])
+
+
+def test_store_init_validation_and_memory_guard():
+    store = _store()
+    with pytest.raises(ValueError, match="non-empty name"):
+        store.init("", (300, 2), "float32", "node")
+    with pytest.raises(ValueError, match="policy"):
+        store.init("x", (300, 2), "float32", "vertex")
+    with pytest.raises(ValueError, match="row dimensions must be positive"):
+        store.init("x", (300, 0), "float32", "node")
+    with pytest.raises(ValueError, match="floating-point"):
+        store.init("x", (300, 2), "int32", "node", init=InitSpec("uniform", 0, 1))
+    with pytest.raises(ValueError, match="a <= b"):
+        store.init("x", (300, 2), "float32", "node", init=InitSpec("uniform", 1, 0))
+    with pytest.raises(ValueError, match="init.kind"):
+        store.init("x", (300, 2), "float32", "node", init=InitSpec("xavier"))
+    with pytest.raises(MemoryError, match="needs"):
+        store.init("huge", (300, 10**12), "float64", "node")
+    assert store.names() == []
+    created, scheme = store.init("x", (2000, 3), "bfloat16", "edge", init=InitSpec("constant", 1.5))
+    assert created and scheme.shape == (2000, 3)
+    np.testing.assert_array_equal(bfloat16_bits_to_float32(store.pull("x", np.array([1000, 1499]))), 1.5)
+
+
+def test_readers_share_the_lock_and_writers_exclude_them():
+    lock = ReadWriteLock()
+    inside, peak, lock_guard = [0], [0], threading.Lock()
+
+    def read() -> None:
+        with lock.read():
+            with lock_guard:
+                inside[0] += 1
+                peak[0] = max(peak[0], inside[0])
+            time.sleep(0.05)
+            with lock_guard:
+                inside[0] -= 1
+
+    readers = [threading.Thread(target=read) for _ in range(4)]
+    for t in readers:
+        t.start()
+    for t in readers:
+        t.join()
+    assert peak[0] > 1  # reads ran in parallel
+
+    order = []
+    with lock.write():
+        t = threading.Thread(target=lambda: (lock.read().__enter__(), order.append("read")))
+        t.start()
+        time.sleep(0.05)
+        order.append("write done")
+    t.join(5)
+    assert order == ["write done", "read"]
