@@ -1,1 +1,44 @@
-"""Graph loading, METIS/random partitioning, ID relabeling, the partition book and the on-disk format."""
+"""Graph loading, METIS/random partitioning, ID relabeling, the partition book and the on-disk format.
+
+Typical use::
+
+    from graphstore.partition import partition_graph, load_partition, load_partition_book
+
+    result = partition_graph("g.npz", "mygraph", num_parts=4, out_path="parts/", balance_ntypes="train_mask")
+    part = load_partition(result.config_path, 0)      # PartitionData, memory-mapped
+    book = load_partition_book(result.config_path)    # RangePartitionBook
+"""
+
+from graphstore.partition.book import PartitionPolicy, RangePartitionBook
+from graphstore.partition.format import load_partition, load_partition_book, read_config
+from graphstore.partition.graph import GraphData, graph_from_arrays, load_edge_list, load_graph, load_npz
+from graphstore.partition.partitioner import PartitionResult, assign_partitions, partition_graph, relabel
+from graphstore.partition.types import (
+    DEFAULT_ETYPE,
+    DEFAULT_NTYPE,
+    FORMAT_VERSION,
+    FeatureScheme,
+    PartitionData,
+)
+
+__all__ = [
+    "DEFAULT_ETYPE",
+    "DEFAULT_NTYPE",
+    "FORMAT_VERSION",
+    "FeatureScheme",
+    "GraphData",
+    "PartitionData",
+    "PartitionPolicy",
+    "PartitionResult",
+    "RangePartitionBook",
+    "assign_partitions",
+    "graph_from_arrays",
+    "load_edge_list",
+    "load_graph",
+    "load_npz",
+    "load_partition",
+    "load_partition_book",
+    "partition_graph",
+    "read_config",
+    "relabel",
+]

@@ -6,7 +6,8 @@ On-disk layout written by :func:`graphstore.partition.partition_graph` (see docs
                              node_map {"_N": [[start, end], ...]}, edge_map {"_E": [[start, end], ...]},
                              node_feats / edge_feats {name: {"dtype": "float32", "shape": [100]}},
                              parts: [{"path": "part0"}, ...] (relative to NAME.json)
-    OUT/partK/in_indptr.npy  int64 [n_k + 1]: in-edges of local node i are positions in_indptr[i]:in_indptr[i+1]
+    OUT/partK/in_indptr.npy  int64 [n_k + 1]: in-edges of local node i are at positions
+                             in_indptr[i]:in_indptr[i+1]
     OUT/partK/in_src.npy     int64 [e_k]: global source ID of each in-edge; the edge at position j has
                              global edge ID edge_start_k + j (a partition owns the in-edges of its nodes,
                              sorted by destination)

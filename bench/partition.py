@@ -1,0 +1,224 @@
+"""Benchmark ``partition_graph`` on the shared benchmark graph: time, peak memory and edge cut.
+
+For each partition count it runs, each in a fresh child process (so peak RSS is that run's own):
+METIS without balance constraints, METIS balancing training nodes and in-edges (what DGL's
+``partition_graph`` is measured with), and random assignment. It reports METIS-alone time,
+end-to-end time with files written (wall clock, and CPU time, which other jobs on the machine do not
+inflate), peak RSS, edge cut, and the METIS / random cut ratio measured in the same run, next to the
+reference figures of DGL 2.1 on the same 1M-node graph and this project's targets.
+
+    python bench/partition.py                              # 200k-node graph, 2 and 4 parts, 3 repeats
+    python bench/partition.py --num-nodes 1000000 --repeats 1 --out bench/results/partition.json
+
+The graph comes from ``../shared/bench/anchor_graph.py`` (cached in ``--cache-dir``) or ``--graph``.
+Prints one json object on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ANCHOR_SCRIPT = os.path.join(REPO_ROOT, "..", "shared", "bench", "anchor_graph.py")
+
+# DGL 2.1 partition_graph on the 1M-node anchor graph, 4 parts, this machine (from issue 2).
+REFERENCE_1M_4PARTS = {
+    "dgl_end_to_end_s": 41.0,
+    "dgl_metis_s": 14.0,
+    "dgl_peak_rss_gb": 5.0,
+    "dgl_edge_cut_balanced": 0.229,
+    "metis_edge_cut_unbalanced": 0.150,
+    "random_edge_cut": 0.75,
+}
+TARGETS_4PARTS = {
+    "end_to_end_s": 41.0,
+    "peak_rss_gb": 5.0,
+    "edge_cut_unbalanced": 0.16,
+    "edge_cut_balanced": 0.23,
+}
+VARIANTS = {
+    "metis": {"part_method": "metis"},
+    "metis_balanced": {"part_method": "metis", "balance_ntypes": "train_mask", "balance_edges": True},
+    "random": {"part_method": "random"},
+}
+
+
+def run_child(graph_path: str, num_parts: int, variant: str, work_dir: str) -> dict:
+    """One end-to-end partition run in this process (called in a fresh child)."""
+    from graphstore.partition import partition_graph
+
+    out = os.path.join(work_dir, f"{variant}-{num_parts}")
+    cpu_start = time.process_time()
+    start = time.perf_counter()
+    result = partition_graph(graph_path, "bench", num_parts, out, overwrite=True, **VARIANTS[variant])
+    end_to_end = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    shutil.rmtree(out, ignore_errors=True)
+    return {
+        "variant": variant,
+        "num_parts": num_parts,
+        "end_to_end_s": end_to_end,
+        "end_to_end_cpu_s": cpu,
+        "metis_s": result.timings.get("metis", 0.0),
+        "symmetrize_s": result.timings.get("symmetrize", 0.0),
+        "timings": result.timings,
+        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        "edge_cut": result.edge_cut,
+        "part_nodes": result.part_nodes,
+        "part_edges": result.part_edges,
+        "part_train_nodes": result.part_train_nodes,
+    }
+
+
+def spawn(graph_path: str, num_parts: int, variant: str, work_dir: str) -> dict:
+    cmd = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "--child",
+        graph_path,
+        str(num_parts),
+        variant,
+        work_dir,
+    ]
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO_ROOT, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"child {variant}/{num_parts} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}"
+        )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def ensure_graph(args: argparse.Namespace) -> str:
+    if args.graph:
+        if not os.path.isfile(args.graph):
+            raise FileNotFoundError(f"--graph {args.graph!r} not found")
+        return args.graph
+    os.makedirs(args.cache_dir, exist_ok=True)
+    path = os.path.join(args.cache_dir, f"anchor_{args.num_nodes}.npz")
+    if not os.path.isfile(path):
+        if not os.path.isfile(ANCHOR_SCRIPT):
+            raise FileNotFoundError(f"anchor graph script {ANCHOR_SCRIPT!r} not found; pass --graph")
+        print(f"generating {path} ...", file=sys.stderr)
+        subprocess.run(
+            [
+                sys.executable,
+                ANCHOR_SCRIPT,
+                "--num-nodes",
+                str(args.num_nodes),
+                "--avg-degree",
+                "20",
+                "--feat-dim",
+                "100",
+                "--out",
+                path,
+            ],
+            check=True,
+            stdout=sys.stderr,
+        )
+    return path
+
+
+def median_of(runs: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--graph", default=None, help="input .npz (default: the anchor graph of --num-nodes)")
+    parser.add_argument("--num-nodes", type=int, default=200_000, help="anchor graph size (default 200000)")
+    parser.add_argument("--parts", default="2,4", help="comma-separated partition counts (default 2,4)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per configuration; medians reported")
+    parser.add_argument("--cache-dir", default=os.path.join(tempfile.gettempdir(), "graphstore-bench"))
+    parser.add_argument("--out", default=None, help="also write the json here")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        graph_path, num_parts, variant, work_dir = args.child
+        print(json.dumps(run_child(graph_path, int(num_parts), variant, work_dir)))
+        return 0
+    if args.repeats < 1:
+        raise SystemExit(f"--repeats must be >= 1, got {args.repeats}")
+
+    graph_path = ensure_graph(args)
+    load_before = os.getloadavg()
+    parts_list = [int(p) for p in args.parts.split(",")]
+    results = []
+    with tempfile.TemporaryDirectory(
+        prefix="gs-bench-partition-", dir=args.cache_dir if not args.graph else None
+    ) as work:
+        for num_parts in parts_list:
+            row: dict = {"num_parts": num_parts}
+            for variant in VARIANTS:
+                runs = [spawn(graph_path, num_parts, variant, work) for _ in range(args.repeats)]
+                row[variant] = {
+                    "end_to_end_s": round(median_of(runs, "end_to_end_s"), 2),
+                    # single-threaded, so CPU time is what the wall time would be on an idle machine
+                    "end_to_end_cpu_s": round(median_of(runs, "end_to_end_cpu_s"), 2),
+                    "metis_s": round(median_of(runs, "metis_s"), 2),
+                    "symmetrize_s": round(median_of(runs, "symmetrize_s"), 2),
+                    "peak_rss_gb": round(max(r["peak_rss_gb"] for r in runs), 2),
+                    "edge_cut": round(median_of(runs, "edge_cut"), 4),
+                    "steps_s": runs[len(runs) // 2]["timings"],
+                    "part_nodes": runs[0]["part_nodes"],
+                    "part_edges": runs[0]["part_edges"],
+                    "part_train_nodes": runs[0]["part_train_nodes"],
+                }
+                print(
+                    f"{num_parts} parts {variant}: {row[variant]['end_to_end_s']}s, "
+                    f"cut {row[variant]['edge_cut']}",
+                    file=sys.stderr,
+                )
+            random_cut = row["random"]["edge_cut"]
+            row["cut_ratio_metis_vs_random"] = round(row["metis"]["edge_cut"] / random_cut, 4)
+            row["cut_ratio_balanced_vs_random"] = round(row["metis_balanced"]["edge_cut"] / random_cut, 4)
+            results.append(row)
+
+    report = {
+        "benchmark": "partition",
+        "graph": os.path.abspath(graph_path),
+        "repeats": args.repeats,
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            # other jobs on the machine slow every figure; the 1-minute load average says how much
+            "loadavg_1m_before_after": [round(load_before[0], 2), round(os.getloadavg()[0], 2)],
+        },
+        "results": results,
+        "reference_dgl_1m_4parts": REFERENCE_1M_4PARTS,
+        "targets_4parts": TARGETS_4PARTS,
+    }
+    four = next((r for r in results if r["num_parts"] == 4), None)
+    if four is not None:
+        report["targets_met_4parts"] = {
+            "end_to_end_s": max(four["metis"]["end_to_end_s"], four["metis_balanced"]["end_to_end_s"])
+            <= TARGETS_4PARTS["end_to_end_s"],
+            "end_to_end_cpu_s": max(
+                four["metis"]["end_to_end_cpu_s"], four["metis_balanced"]["end_to_end_cpu_s"]
+            )
+            <= TARGETS_4PARTS["end_to_end_s"],
+            "peak_rss_gb": max(four["metis"]["peak_rss_gb"], four["metis_balanced"]["peak_rss_gb"])
+            <= TARGETS_4PARTS["peak_rss_gb"],
+            "edge_cut_unbalanced": four["metis"]["edge_cut"] <= TARGETS_4PARTS["edge_cut_unbalanced"],
+            "edge_cut_balanced": four["metis_balanced"]["edge_cut"] <= TARGETS_4PARTS["edge_cut_balanced"],
+        }
+    text = json.dumps(report, indent=1)
+    print(text)
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as fh:
+            fh.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
