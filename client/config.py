@@ -8,7 +8,8 @@ local-read mode, graph name and partition config.
   ``graph_name``, ``part_config`` (relative to the YAML's folder), ``servers: [{host, port, part_id}]``,
   ``rpc: {deadline_s, connect_timeout_s, max_retries, backoff_initial_s, backoff_max_s,
   backoff_multiplier, max_message_bytes, chunk_bytes}``, ``local_read: auto|on|off``,
-  ``local_part_id`` (pin the co-located partition), ``tls: {cert, key, ca}``, ``token``;
+  ``local_part_id`` (pin the co-located partition), ``tls: {cert, key, ca, client_auth, server_name}``,
+  ``token`` / ``token_file`` (relative to the YAML's folder);
 - the same content as a dict (relative paths against the working directory);
 - a DGL-style ``ip_config.txt``: one ``host [port]`` line per partition, in partition order
   (port defaults to DGL's 30050);
@@ -47,11 +48,22 @@ class ServerAddress:
 
 @dataclass(frozen=True)
 class TlsSettings:
-    """Paths of the client's TLS material (all optional; ``ca`` alone verifies the server)."""
+    """The cluster's TLS settings as a client uses them.
+
+    Attributes:
+        cert, key: the certificate and key; presented to the servers only with ``client_auth``
+            (in a cluster YAML they are the servers' own).
+        ca: the CA bundle that verifies the servers (None: gRPC's default roots).
+        client_auth: the servers require client certificates (mutual TLS): present ``cert`` / ``key``.
+        server_name: the name the server certificates are checked against, when it differs from the
+            host dialled.
+    """
 
     cert: str | None = None
     key: str | None = None
     ca: str | None = None
+    client_auth: bool = False
+    server_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,7 +82,8 @@ class ClientConfig:
         local_part_id: the co-located partition to read locally; default: this rank's home partition
             if co-located, else the first co-located one.
         tls: client TLS settings, or None.
-        token: shared token sent with every call, or None.
+        token: shared token sent with every call, or None (``token_file`` is read into it; without
+            either, the ``GRAPHSTORE_TOKEN`` environment variable is used when set).
         source: where the config came from (for messages).
     """
 
@@ -81,12 +94,39 @@ class ClientConfig:
     local_read: str = "auto"
     local_part_id: int | None = None
     tls: TlsSettings | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
     source: str = ""
 
     @property
     def num_parts(self) -> int:
         return len(self.servers)
+
+    def channel_security(self):
+        """The :class:`graphstore.server.auth.ChannelSecurity` every connection to the servers uses.
+
+        Raises:
+            graphstore.errors.ConfigError: an invalid ``GRAPHSTORE_TOKEN``.
+        """
+        from graphstore.server.auth import TOKEN_ENV, ChannelSecurity, validate_token
+
+        token = self.token
+        if token is None and os.environ.get(TOKEN_ENV):
+            try:
+                token = validate_token(os.environ[TOKEN_ENV], f"environment variable {TOKEN_ENV}")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        tls = self.tls
+        if tls is None:
+            return ChannelSecurity(token=token)
+        with_cert = tls.client_auth
+        return ChannelSecurity(
+            ca=tls.ca,
+            cert=tls.cert if with_cert else None,
+            key=tls.key if with_cert else None,
+            server_name=tls.server_name,
+            token=token,
+            use_tls=True,
+        )
 
 
 def load_client_config(source) -> ClientConfig:
@@ -194,9 +234,7 @@ def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientCo
         raise ConfigError(
             f"{origin}: local_part_id must be a partition index below {len(servers)}, got {local_part_id!r}"
         )
-    token = data.get("token")
-    if token is not None and not isinstance(token, str):
-        raise ConfigError(f"{origin}: token must be a string, got a {type(token).__name__}")
+    token = _parse_token(data, base_dir, origin)
     return ClientConfig(
         servers=servers,
         graph_name=graph_name,
@@ -208,6 +246,29 @@ def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientCo
         token=token,
         source=origin,
     )
+
+
+def _parse_token(data: dict[str, Any], base_dir: Path, origin: str) -> str | None:
+    from graphstore.server.auth import read_token_file, validate_token
+
+    token, token_file = data.get("token"), data.get("token_file")
+    if token is not None and token_file is not None:
+        raise ConfigError(f"{origin}: give token or token_file, not both")
+    try:
+        if token is not None:
+            if not isinstance(token, str):
+                raise ConfigError(f"{origin}: token must be a string, got a {type(token).__name__}")
+            return validate_token(token, f"{origin}: token")
+        if token_file is not None:
+            if not isinstance(token_file, (str, os.PathLike)):
+                raise ConfigError(f"{origin}: token_file must be a path, got {token_file!r}")
+            path = Path(token_file)
+            return read_token_file(path if path.is_absolute() else base_dir / path, f"{origin}: token_file")
+    except (ValueError, FileNotFoundError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        raise ConfigError(str(exc)) from None
+    return None
 
 
 def _parse_servers(entries, origin: str) -> tuple[ServerAddress, ...]:
@@ -293,10 +354,18 @@ def _parse_tls(section, base_dir: Path, origin: str) -> TlsSettings | None:
         if value is None:
             paths[key] = None
             continue
-        if not isinstance(value, (str, os.PathLike)):
+        if not isinstance(value, (str, os.PathLike)) or "\x00" in os.fspath(value):
             raise ConfigError(f"{origin}: tls.{key} must be a path, got {value!r}")
         path = Path(value)
         paths[key] = str(path if path.is_absolute() else base_dir / path)
+    client_auth = section.get("client_auth", False)
+    if not isinstance(client_auth, bool):
+        raise ConfigError(f"{origin}: tls.client_auth must be true or false, got {client_auth!r}")
+    if client_auth and (paths["cert"] is None or paths["key"] is None):
+        raise ConfigError(f"{origin}: tls.client_auth needs tls.cert and tls.key (the client certificate)")
+    server_name = section.get("server_name")
+    if server_name is not None and (not isinstance(server_name, str) or not server_name):
+        raise ConfigError(f"{origin}: tls.server_name must be a non-empty string, got {server_name!r}")
     if all(v is None for v in paths.values()):
         return None
-    return TlsSettings(**paths)
+    return TlsSettings(**paths, client_auth=client_auth, server_name=server_name)

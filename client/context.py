@@ -26,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 import numpy as np
+
 from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
 from graphstore.client.routing import split_by_partition
@@ -185,17 +186,14 @@ class ClientContext:
         """
         from graphstore.client.remote import RemotePartition
 
-        if config.tls is not None or config.token is not None:
-            logger.warning(
-                "the cluster config sets tls/token, which this client does not send yet; connecting without"
-            )
+        security = config.channel_security()
         remotes: list[PartitionAPI] = []
         pool = ThreadPoolExecutor(
             max_workers=max(1, len(config.servers)), thread_name_prefix="graphstore-connect"
         )
         try:
             for server in config.servers:
-                remotes.append(RemotePartition(server.address, server.part_id, config.rpc))
+                remotes.append(RemotePartition(server.address, server.part_id, config.rpc, security))
 
             def ready_and_metadata(remote) -> PartitionMetadata:
                 remote.wait_ready(config.rpc.connect_timeout_s)

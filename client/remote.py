@@ -6,7 +6,14 @@ runs unchanged against a :class:`~graphstore.server.partition_server.PartitionSe
 
 - a deadline on every call (``RpcPolicy.deadline_s``) and retries with exponential backoff when the
   server is UNAVAILABLE (restarting, not yet listening); a server that stays unreachable raises
-  :class:`graphstore.errors.ServerUnavailableError` naming its address;
+  :class:`graphstore.errors.ServerUnavailableError` naming its address. A call never takes longer
+  than :attr:`RemotePartition.max_call_time_s` (the deadline plus the retry backoffs) in all;
+- optional TLS and a shared token (:class:`graphstore.server.auth.ChannelSecurity`): the token rides
+  in every call's metadata; a refused token raises :class:`graphstore.errors.ServerError` with code
+  UNAUTHENTICATED or PERMISSION_DENIED;
+- keepalive pings while calls are in flight, so a connection across a cut link is noticed and
+  replaced (the call fails with ServerUnavailableError; later calls reconnect by themselves), and a
+  reconnect backoff capped at ``RpcPolicy.backoff_max_s``, so a restarted server is found quickly;
 - the server's errors come back as the exceptions the in-process server raises (ValueError,
   KeyError, FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError), with
   the server's message;
@@ -32,6 +39,7 @@ from graphstore.client.types import RpcPolicy
 from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
 from graphstore.protos import codec
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.server.auth import NO_SECURITY, ChannelSecurity
 from graphstore.server.malloc import raise_malloc_thresholds
 from graphstore.server.servicer import ERROR_METADATA_KEY, SERVICE_NAME
 from graphstore.server.types import (
@@ -104,6 +112,35 @@ def _as_ids(ids: Any, arg: str) -> np.ndarray:
     return np.ascontiguousarray(array, dtype=np.int64)
 
 
+# Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
+_KEEPALIVE_TIME_MS = 5_000
+_KEEPALIVE_TIMEOUT_MS = 5_000
+
+
+def retry_backoff_total(policy: RpcPolicy) -> float:
+    """Seconds a call may spend sleeping between its retries (the sum of the backoff delays)."""
+    total, delay = 0.0, policy.backoff_initial_s
+    for _ in range(policy.max_retries):
+        total += delay
+        delay = min(delay * policy.backoff_multiplier, policy.backoff_max_s)
+    return total
+
+
+def channel_options(policy: RpcPolicy) -> list[tuple[str, int]]:
+    """Channel arguments of a client: message limits, keepalive, reconnect backoff."""
+    initial_ms = max(int(policy.backoff_initial_s * 1000), 20)
+    return [
+        ("grpc.max_send_message_length", policy.max_message_bytes),
+        ("grpc.max_receive_message_length", policy.max_message_bytes),
+        ("grpc.keepalive_time_ms", _KEEPALIVE_TIME_MS),
+        ("grpc.keepalive_timeout_ms", _KEEPALIVE_TIMEOUT_MS),
+        ("grpc.http2.max_pings_without_data", 0),
+        ("grpc.initial_reconnect_backoff_ms", initial_ms),
+        ("grpc.min_reconnect_backoff_ms", initial_ms),
+        ("grpc.max_reconnect_backoff_ms", max(int(policy.backoff_max_s * 1000), initial_ms)),
+    ]
+
+
 def _split(n: int, per_chunk: int) -> list[slice]:
     per_chunk = max(1, per_chunk)
     return [slice(lo, min(lo + per_chunk, n)) for lo in range(0, n, per_chunk)] or [slice(0, 0)]
@@ -117,26 +154,34 @@ class RemotePartition:
         part_id: the partition expected there; checked against the server's answer at
             :meth:`wait_ready` / :meth:`metadata`. None: learned from the server on first use.
         policy: deadlines, retries, message limit and chunk size.
+        security: TLS material and the shared token (default: plain channel, no token).
+
+    Raises:
+        ValueError: a malformed address; unreadable TLS files.
+        FileNotFoundError: missing TLS files.
     """
 
-    def __init__(self, address: str, part_id: int | None = None, policy: RpcPolicy = RpcPolicy()) -> None:
+    def __init__(
+        self,
+        address: str,
+        part_id: int | None = None,
+        policy: RpcPolicy = RpcPolicy(),
+        security: ChannelSecurity | None = None,
+    ) -> None:
         if not address or ":" not in address:
             raise ValueError(f"address must be 'host:port', got {address!r}")
         self.address = address
         self.policy = policy
+        self.security = security or NO_SECURITY
+        self._metadata = self.security.metadata
+        self.max_call_time_s = policy.deadline_s + retry_backoff_total(policy)
         self._expected_part_id = part_id
         self._part_id = part_id
         self._schemes: dict[str, TensorScheme] = {}
         self._avg_degree: float | None = None
         self._lock = threading.Lock()
         raise_malloc_thresholds()
-        self._channel = grpc.insecure_channel(
-            address,
-            options=[
-                ("grpc.max_send_message_length", policy.max_message_bytes),
-                ("grpc.max_receive_message_length", policy.max_message_bytes),
-            ],
-        )
+        self._channel = self.security.channel(address, channel_options(policy))
         self._calls = {
             method: self._channel.unary_unary(
                 f"/{SERVICE_NAME}/{method}",
@@ -169,9 +214,13 @@ class RemotePartition:
             self.metadata()
         return self._part_id
 
-    def _translate(self, method: str, err: grpc.RpcError) -> Exception:
+    def _translate(
+        self, method: str, err: grpc.RpcError, attempts: int = 1, elapsed_s: float | None = None
+    ) -> Exception:
         code = err.code()
         details = err.details() or ""
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and elapsed_s is not None:
+            details = f"{details} ({attempts} attempt{'s' if attempts != 1 else ''} in {elapsed_s:.1f} s)"
         kind = ""
         for key, value in err.trailing_metadata() or ():
             if key == ERROR_METADATA_KEY:
@@ -193,33 +242,49 @@ class RemotePartition:
             return ServerUnavailableError(self.address, code.name, f"{method}: {details}")
         return ServerError(self.address, code.name, f"{method}: {details}")
 
-    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
-        """One unary call with deadline and UNAVAILABLE retries; errors translated."""
+    def _call(
+        self, method: str, request: Any, timeout: float | None = None, started: float | None = None
+    ) -> Any:
+        """One unary call with deadline and UNAVAILABLE retries; errors translated.
+
+        The whole call, retries included, ends within ``timeout`` (default ``policy.deadline_s``) plus
+        the backoff delays after ``started`` (default: now).
+        """
         deadline = timeout if timeout is not None else self.policy.deadline_s
+        started = time.monotonic() if started is None else started
+        give_up_at = started + deadline + retry_backoff_total(self.policy)
         delay = self.policy.backoff_initial_s
         stub = self._calls[method]
-        for attempt in range(self.policy.max_retries + 1):
+        attempts = 0
+        while True:
+            attempts += 1
+            remaining = give_up_at - time.monotonic()
             try:
-                return stub(request, timeout=deadline)
+                return stub(request, timeout=max(min(deadline, remaining), 0.001), metadata=self._metadata)
             except grpc.RpcError as err:
-                if err.code() == grpc.StatusCode.UNAVAILABLE and attempt < self.policy.max_retries:
+                retry = (
+                    err.code() == grpc.StatusCode.UNAVAILABLE
+                    and attempts <= self.policy.max_retries
+                    and time.monotonic() + delay < give_up_at
+                )
+                if retry:
                     time.sleep(delay)
                     delay = min(delay * self.policy.backoff_multiplier, self.policy.backoff_max_s)
                     continue
-                raise self._translate(method, err) from None
-        raise AssertionError("unreachable")  # the loop returns or raises
+                raise self._translate(method, err, attempts, time.monotonic() - started) from None
 
     def _call_future(self, method: str, request: Any) -> Callable[[], Any]:
         """Start a call; returns a function that waits for it (retrying UNAVAILABLE synchronously)."""
-        future = self._calls[method].future(request, timeout=self.policy.deadline_s)
+        started = time.monotonic()
+        future = self._calls[method].future(request, timeout=self.policy.deadline_s, metadata=self._metadata)
 
         def result() -> Any:
             try:
                 return future.result()
             except grpc.RpcError as err:
                 if err.code() == grpc.StatusCode.UNAVAILABLE:
-                    return self._call(method, request)
-                raise self._translate(method, err) from None
+                    return self._call(method, request, started=started)
+                raise self._translate(method, err, 1, time.monotonic() - started) from None
 
         return result
 
@@ -248,7 +313,7 @@ class RemotePartition:
         """
         try:
             response = self._health.Check(
-                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=timeout
+                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=timeout, metadata=self._metadata
             )
         except grpc.RpcError as err:
             raise ServerUnavailableError(self.address, err.code().name, err.details() or "") from None
@@ -278,6 +343,7 @@ class RemotePartition:
                     health_pb2.HealthCheckRequest(service=SERVICE_NAME),
                     timeout=min(remaining, 2.0),
                     wait_for_ready=True,
+                    metadata=self._metadata,
                 )
                 if response.status == health_pb2.HealthCheckResponse.SERVING:
                     break

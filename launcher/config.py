@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+
 from graphstore.errors import ConfigError
 
 DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
@@ -54,11 +55,15 @@ _TOP_LEVEL_FIELDS = (
     "local_read",
     "local_part_id",
     "restart",
+    "max_restarts",
     "checkpoint",
     "tls",
     "token",
+    "token_file",
     "metrics_port",
 )
+DEFAULT_MAX_RESTARTS = 3
+DEFAULT_CHECKPOINT_KEEP = 3
 _SERVER_FIELDS = ("host", "port", "part_id", "exec_host", "bind_host")
 
 
@@ -119,20 +124,39 @@ class RpcSettings:
 
 @dataclass(frozen=True)
 class CheckpointSettings:
-    """Periodic server-side checkpoints (used by the reliability features); all optional."""
+    """Periodic server-side checkpoints (``docs/reliability.md``); all optional.
+
+    Attributes:
+        path: the folder (server ``k`` writes ``path/part-k/ckpt-N``), on each server's host.
+        every_s: checkpoint when this many seconds passed and something changed.
+        every_updates: checkpoint after this many updates.
+        keep: complete checkpoints kept per server.
+    """
 
     path: str | None = None
     every_s: float | None = None
     every_updates: int | None = None
+    keep: int = DEFAULT_CHECKPOINT_KEEP
 
 
 @dataclass(frozen=True)
 class TlsSettings:
-    """TLS files (absolute paths); ``cert`` and ``key`` go together, ``ca`` verifies the peer."""
+    """TLS files (absolute paths) and options (``docs/security.md``).
+
+    Attributes:
+        cert, key: the servers' certificate and key (together).
+        ca: the CA bundle clients verify the servers with.
+        client_auth: servers require client certificates signed by ``ca``; clients present ``cert`` /
+            ``key``.
+        server_name: the name clients check the certificate against when the address they dial is not
+            in it.
+    """
 
     cert: str | None = None
     key: str | None = None
     ca: str | None = None
+    client_auth: bool = False
+    server_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -154,8 +178,14 @@ class ClusterConfig:
         rpc: deadlines and retry policy.
         local_read: ``auto``, ``on`` or ``off``: trainers read their co-located partition from its files.
         local_part_id: pins the partition trainers read locally (default: the client decides).
-        restart: ``no`` or ``on-failure`` (servers restarted from their checkpoint; reliability issue).
-        checkpoint, tls, token, metrics_port: reliability and security settings.
+        restart: ``no`` or ``on-failure``: a server that exits with an error is restarted (from its
+            latest periodic checkpoint when ``checkpoint.path`` is set).
+        max_restarts: restarts allowed per server over the launch (then the launch fails).
+        checkpoint: periodic server checkpoints.
+        tls: TLS settings, or None.
+        token: the shared token (read from ``token_file`` when that is given), or None.
+        token_file: the file the token came from (servers on other hosts read the same path).
+        metrics_port: Prometheus metrics: server ``k`` serves them on ``metrics_port + k``; None: off.
     """
 
     path: str
@@ -172,14 +202,37 @@ class ClusterConfig:
     local_read: str = "auto"
     local_part_id: int | None = None
     restart: str = "no"
+    max_restarts: int = DEFAULT_MAX_RESTARTS
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
     tls: TlsSettings | None = None
-    token: str | None = None
+    token: str | None = field(default=None, repr=False)
+    token_file: str | None = None
     metrics_port: int | None = None
 
     @property
     def num_parts(self) -> int:
         return len(self.servers)
+
+    def metrics_port_of(self, part_id: int) -> int | None:
+        """The metrics port of server ``part_id`` (``metrics_port + part_id``), or None when off."""
+        return None if self.metrics_port is None else self.metrics_port + part_id
+
+    def channel_security(self):
+        """How launch, status and stop reach the servers (TLS and token), as a
+        :class:`graphstore.server.auth.ChannelSecurity`."""
+        from graphstore.server.auth import ChannelSecurity
+
+        tls = self.tls
+        if tls is None:
+            return ChannelSecurity(token=self.token)
+        return ChannelSecurity(
+            ca=tls.ca,
+            cert=tls.cert if tls.client_auth else None,
+            key=tls.key if tls.client_auth else None,
+            server_name=tls.server_name,
+            token=self.token,
+            use_tls=True,
+        )
 
     @property
     def num_trainers(self) -> int:
@@ -316,10 +369,16 @@ def parse_cluster_config(
     if local_part_id is not None and local_part_id >= len(servers):
         raise reader.error("local_part_id", f"= {local_part_id} is not a partition (0..{len(servers) - 1})")
     restart = reader.choice(data, "restart", RESTART_POLICIES, default="no")
+    max_restarts = reader.integer(data, "max_restarts", default=DEFAULT_MAX_RESTARTS, minimum=0)
     checkpoint = _read_checkpoint(reader, data)
     tls = _read_tls(reader, data, check_files)
-    token = reader.string(data, "token", default=None)
+    token, token_file = _read_token(reader, data)
     metrics_port = reader.port(data, "metrics_port", default=None)
+    if metrics_port is not None and metrics_port + len(servers) - 1 > 65535:
+        raise reader.error(
+            "metrics_port",
+            f"= {metrics_port}: server k uses metrics_port + k, and {len(servers)} servers go past 65535",
+        )
     master_port = reader.port(data, "master_port", default=None)
     remote_exec = validate_remote_exec(
         reader.string(data, "remote_exec", default=DEFAULT_REMOTE_EXEC), "remote_exec", source
@@ -342,9 +401,11 @@ def parse_cluster_config(
         local_read=local_read,
         local_part_id=local_part_id,
         restart=restart,
+        max_restarts=max_restarts,
         checkpoint=checkpoint,
         tls=tls,
         token=token,
+        token_file=token_file,
         metrics_port=metrics_port,
     )
     if check_files:
@@ -474,12 +535,17 @@ def _read_checkpoint(reader: _FieldReader, data: Mapping) -> CheckpointSettings:
     section = reader.section(data, "checkpoint")
     if section is None:
         return CheckpointSettings()
-    reader.reject_unknown(section, ("path", "every_s", "every_updates"), "checkpoint.")
+    reader.reject_unknown(section, ("path", "every_s", "every_updates", "keep"), "checkpoint.")
     settings = CheckpointSettings(
         path=reader.path(section, "path", prefix="checkpoint.", default=None),
         every_s=reader.positive(section, "every_s", None, prefix="checkpoint."),
         every_updates=reader.integer(section, "every_updates", prefix="checkpoint.", default=None, minimum=1),
+        keep=reader.integer(
+            section, "keep", prefix="checkpoint.", default=DEFAULT_CHECKPOINT_KEEP, minimum=1
+        ),
     )
+    if settings.every_s is not None and settings.every_s > 604800:
+        raise reader.error("checkpoint.every_s", f"= {settings.every_s} must be at most 604800 (a week)")
     if settings.path is None and (settings.every_s is not None or settings.every_updates is not None):
         raise reader.error("checkpoint.path", "is missing (every_s / every_updates need a folder)")
     return settings
@@ -489,23 +555,54 @@ def _read_tls(reader: _FieldReader, data: Mapping, check_files: bool) -> TlsSett
     section = reader.section(data, "tls")
     if section is None:
         return None
-    reader.reject_unknown(section, ("cert", "key", "ca"), "tls.")
+    reader.reject_unknown(section, ("cert", "key", "ca", "client_auth", "server_name"), "tls.")
+    client_auth = section.get("client_auth", False)
+    if not isinstance(client_auth, bool):
+        raise reader.error("tls.client_auth", f"must be true or false, got {client_auth!r}")
     tls = TlsSettings(
         cert=reader.path(section, "cert", prefix="tls.", default=None),
         key=reader.path(section, "key", prefix="tls.", default=None),
         ca=reader.path(section, "ca", prefix="tls.", default=None),
+        client_auth=client_auth,
+        server_name=reader.string(section, "server_name", prefix="tls.", default=None),
     )
     if (tls.cert is None) != (tls.key is None):
         missing = "tls.key" if tls.key is None else "tls.cert"
         raise reader.error(missing, "is missing (tls.cert and tls.key go together)")
     if tls.cert is None and tls.ca is None:
         raise reader.error("tls", "names no files (give cert + key, and/or ca)")
+    if tls.client_auth and (tls.ca is None or tls.cert is None):
+        raise reader.error("tls.client_auth", "needs tls.ca (to verify clients) and tls.cert + tls.key")
     if check_files:
         for name in ("cert", "key", "ca"):
             value = getattr(tls, name)
             if value is not None and not os.path.isfile(value):
                 raise reader.error(f"tls.{name}", f"file not found: {value}")
     return tls
+
+
+def _read_token(reader: _FieldReader, data: Mapping) -> tuple[str | None, str | None]:
+    """``(token, token_file)``: the token from the YAML or read from its file (needed by launch,
+    status and stop alike: the Shutdown and Stats calls carry it)."""
+    from graphstore.server.auth import read_token_file, validate_token
+
+    if data.get("token") is not None and data.get("token_file") is not None:
+        raise reader.error("token", "and token_file exclude each other (give one)")
+    token_file = reader.path(data, "token_file", default=None)
+    if token_file is not None:
+        try:
+            return read_token_file(token_file, "token_file"), token_file
+        except (FileNotFoundError, ValueError) as exc:
+            raise reader.error("token_file", f"is not usable: {exc}") from None
+    token = data.get("token")
+    if token is None:
+        return None, None
+    if not isinstance(token, str):
+        raise reader.error("token", f"must be a string, got a {type(token).__name__}")
+    try:
+        return validate_token(token, "token"), None
+    except ValueError as exc:
+        raise reader.error("token", f"is not valid: {exc}") from None
 
 
 _MISSING = object()
@@ -614,4 +711,6 @@ class _FieldReader:
         value = self.string(mapping, name, prefix=prefix, default=default)
         if value is None:
             return None
+        if "\x00" in value:
+            raise self.error(f"{prefix}{name}", f"= {value!r} is not a valid path (it holds a NUL character)")
         return str((self.base_dir / os.path.expanduser(value)).resolve())

@@ -1,39 +1,56 @@
-"""Small control-plane calls to partition servers: health probe, stats and shutdown.
+"""Small control-plane calls to partition servers: health probe, stats, metrics and shutdown.
 
 Used by ``graphstore launch``, ``status`` and ``stop``. Deliberately light: it imports grpc and
 the generated stubs only (no torch, no numpy), so a container health check that runs
 ``graphstore status --probe`` every few seconds starts in a fraction of a second.
+
+Every call takes an optional :class:`graphstore.server.auth.ChannelSecurity` (TLS and the shared
+token, from the cluster config); the health check is answered without the token, Stats and Shutdown
+need it when the servers have one.
 """
 
 from __future__ import annotations
 
+import http.client
+import math
+import socket
+import ssl
 from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from graphstore.server.auth import NO_SECURITY, ChannelSecurity
 
 # The status a probe reports for a server that did not answer at all.
 UNREACHABLE = "UNREACHABLE"
 SERVING = "SERVING"
 
 
-def probe_health(address: str, timeout_s: float = 2.0, service: str = "") -> str:
+def probe_health(
+    address: str, timeout_s: float = 2.0, service: str = "", security: ChannelSecurity | None = None
+) -> str:
     """Ask a server's ``grpc.health.v1`` service for its status.
 
     Args:
         address: ``host:port``.
         timeout_s: deadline of the check (the connection attempt included).
         service: the health service name; ``""`` is the server as a whole.
+        security: TLS settings (and token) to use; default a plain channel.
 
     Returns:
         ``"SERVING"``, ``"NOT_SERVING"``, ``"SERVICE_UNKNOWN"``, ``"UNKNOWN"``, or
-        :data:`UNREACHABLE` when nothing answered before the deadline.
+        :data:`UNREACHABLE` when nothing answered before the deadline (a TLS mismatch included).
     """
-    with grpc.insecure_channel(address) as channel:
+    security = security or NO_SECURITY
+    with security.channel(address) as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             response = stub.Check(
-                health_pb2.HealthCheckRequest(service=service), timeout=timeout_s, wait_for_ready=False
+                health_pb2.HealthCheckRequest(service=service),
+                timeout=timeout_s,
+                wait_for_ready=False,
+                metadata=security.metadata,
             )
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.NOT_FOUND:
@@ -67,6 +84,9 @@ class ServerReport:
         tensors: its named tensors.
         counters: its request counters.
         error: why Stats failed, if it did.
+        metrics: the summary of its Prometheus metrics (:func:`summarize_metrics`) when its metrics
+            port was asked, else None.
+        metrics_error: why the metrics could not be read, if they could not.
     """
 
     address: str
@@ -78,29 +98,52 @@ class ServerReport:
     tensors: tuple[TensorInfo, ...] = ()
     counters: dict[str, int] = field(default_factory=dict)
     error: str | None = None
+    metrics: dict | None = None
+    metrics_error: str | None = None
 
 
-def fetch_report(address: str, timeout_s: float = 5.0) -> ServerReport:
-    """Probe a server's health and, when it answers, its Stats RPC.
+def fetch_report(
+    address: str,
+    timeout_s: float = 5.0,
+    security: ChannelSecurity | None = None,
+    metrics_port: int | None = None,
+) -> ServerReport:
+    """Probe a server's health and, when it answers, its Stats RPC (and its metrics endpoint).
 
     Args:
         address: ``host:port``.
-        timeout_s: deadline of each of the two calls.
+        timeout_s: deadline of each call.
+        security: TLS settings and token; default a plain channel without a token.
+        metrics_port: the server's Prometheus port on the same host, or None to skip the metrics.
 
     Returns:
         A :class:`ServerReport`; unreachable servers get ``health == "UNREACHABLE"``.
     """
     from graphstore.protos import graphstore_pb2, graphstore_pb2_grpc
 
-    health = probe_health(address, timeout_s)
+    security = security or NO_SECURITY
+    health = probe_health(address, timeout_s, security=security)
     if health == UNREACHABLE:
         return ServerReport(address=address, health=health)
-    with grpc.insecure_channel(address) as channel:
+    metrics = metrics_error = None
+    if metrics_port is not None:
+        host = address.rsplit(":", 1)[0].strip("[]")
+        try:
+            metrics = summarize_metrics(fetch_metrics_text(host, metrics_port, timeout_s, security))
+        except (OSError, ValueError, http.client.HTTPException) as exc:
+            metrics_error = f"metrics at port {metrics_port}: {exc}"
+    with security.channel(address) as channel:
         stub = graphstore_pb2_grpc.PartitionServiceStub(channel)
         try:
-            stats = stub.Stats(graphstore_pb2.StatsRequest(), timeout=timeout_s)
+            stats = stub.Stats(graphstore_pb2.StatsRequest(), timeout=timeout_s, metadata=security.metadata)
         except grpc.RpcError as exc:
-            return ServerReport(address=address, health=health, error=f"{exc.code().name}: {exc.details()}")
+            return ServerReport(
+                address=address,
+                health=health,
+                error=f"{exc.code().name}: {exc.details()}",
+                metrics=metrics,
+                metrics_error=metrics_error,
+            )
     tensors = tuple(
         TensorInfo(
             name=t.name,
@@ -122,15 +165,125 @@ def fetch_report(address: str, timeout_s: float = 5.0) -> ServerReport:
         rss_anon_bytes=stats.rss_anon_bytes,
         tensors=tensors,
         counters=dict(stats.counters),
+        metrics=metrics,
+        metrics_error=metrics_error,
     )
 
 
-def request_shutdown(address: str, timeout_s: float = 5.0) -> str:
+class _HTTPSConnection(http.client.HTTPSConnection):
+    """HTTPS that checks the certificate against ``server_name`` instead of the host dialled."""
+
+    def __init__(self, host: str, port: int, timeout: float, context: ssl.SSLContext, server_name: str):
+        super().__init__(host, port, timeout=timeout, context=context)
+        self._tls_context = context
+        self._server_name = server_name
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._tls_context.wrap_socket(sock, server_hostname=self._server_name)
+
+
+def fetch_metrics_text(
+    host: str, port: int, timeout_s: float = 5.0, security: ChannelSecurity | None = None
+) -> str:
+    """GET ``/metrics`` from a server's metrics port (HTTPS when ``security`` uses TLS).
+
+    Raises:
+        OSError: nothing answers (or TLS fails).
+        ValueError: an answer other than 200.
+    """
+    security = security or NO_SECURITY
+    if security.tls:
+        context = ssl.create_default_context(cafile=security.ca)
+        conn: http.client.HTTPConnection = _HTTPSConnection(
+            host, port, timeout_s, context, security.server_name or host
+        )
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
+    try:
+        conn.request("GET", "/metrics")
+        response = conn.getresponse()
+        body = response.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+    if response.status != 200:
+        raise ValueError(f"GET /metrics answered {response.status} {response.reason}")
+    return body
+
+
+def histogram_quantile(quantile: float, buckets: list[tuple[float, float]]) -> float | None:
+    """Estimate a quantile from cumulative histogram buckets ``[(upper bound, count), ...]``.
+
+    Interpolates linearly inside the bucket holding the quantile, as Prometheus'
+    ``histogram_quantile`` does; the open last bucket reports the last finite bound.
+
+    Returns:
+        The estimate, or None for an empty histogram.
+    """
+    buckets = sorted(buckets)
+    if not buckets or buckets[-1][1] <= 0:
+        return None
+    rank = quantile * buckets[-1][1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in buckets:
+        if count >= rank:
+            if math.isinf(bound):
+                return lower_bound
+            if count == lower_count:
+                return bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count)
+        lower_bound, lower_count = bound, count
+    return lower_bound
+
+
+def summarize_metrics(text: str) -> dict:
+    """The figures ``graphstore status`` shows, from a server's Prometheus exposition text.
+
+    Returns:
+        ``{"rpc": {method: {"count", "errors", "p50_ms", "p99_ms"}}, "tensor_bytes": {tensor: {op:
+        bytes}}, "auth_denied": {code: count}, "checkpoints": {outcome: count}}``.
+
+    Raises:
+        ValueError: text that is not the exposition format.
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    rpc: dict[str, dict] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    tensor_bytes: dict[str, dict[str, int]] = {}
+    auth_denied: dict[str, int] = {}
+    checkpoints: dict[str, int] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            name, labels, value = sample.name, sample.labels, sample.value
+            if name == "graphstore_rpc_requests_total":
+                entry = rpc.setdefault(labels["method"], {"count": 0, "errors": 0})
+                entry["count"] += int(value)
+                if labels.get("code") != "OK":
+                    entry["errors"] += int(value)
+            elif name == "graphstore_rpc_latency_seconds_bucket":
+                buckets.setdefault(labels["method"], []).append((float(labels["le"]), value))
+            elif name == "graphstore_tensor_bytes_total":
+                tensor_bytes.setdefault(labels["tensor"], {})[labels["op"]] = int(value)
+            elif name == "graphstore_auth_denied_total":
+                auth_denied[labels["code"]] = int(value)
+            elif name == "graphstore_checkpoints_total":
+                checkpoints[labels["outcome"]] = int(value)
+    for method, method_buckets in buckets.items():
+        entry = rpc.setdefault(method, {"count": 0, "errors": 0})
+        for key, q in (("p50_ms", 0.5), ("p99_ms", 0.99)):
+            estimate = histogram_quantile(q, method_buckets)
+            entry[key] = None if estimate is None else round(estimate * 1000, 3)
+    return {"rpc": rpc, "tensor_bytes": tensor_bytes, "auth_denied": auth_denied, "checkpoints": checkpoints}
+
+
+def request_shutdown(address: str, timeout_s: float = 5.0, security: ChannelSecurity | None = None) -> str:
     """Ask a server to shut down through its Shutdown RPC.
 
     Args:
         address: ``host:port``.
         timeout_s: deadline of the call.
+        security: TLS settings and token (a server with a token refuses a Shutdown without it).
 
     Returns:
         ``"stopping"`` when the server acknowledged, ``"not running"`` when nothing answers there.
@@ -140,12 +293,19 @@ def request_shutdown(address: str, timeout_s: float = 5.0) -> str:
     """
     from graphstore.protos import graphstore_pb2, graphstore_pb2_grpc
 
-    with grpc.insecure_channel(address) as channel:
+    security = security or NO_SECURITY
+    with security.channel(address) as channel:
         stub = graphstore_pb2_grpc.PartitionServiceStub(channel)
         try:
-            stub.Shutdown(graphstore_pb2.ShutdownRequest(), timeout=timeout_s)
+            stub.Shutdown(graphstore_pb2.ShutdownRequest(), timeout=timeout_s, metadata=security.metadata)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
+                host, _, port = address.rpartition(":")
+                if port.isdigit() and port_accepts_connections(host.strip("[]"), int(port)):
+                    raise RuntimeError(
+                        f"server {address}: Shutdown failed: UNAVAILABLE: {exc.details()} (something "
+                        "accepts connections there: a TLS setting that does not match the server's?)"
+                    ) from None
                 return "not running"
             raise RuntimeError(
                 f"server {address}: Shutdown failed: {exc.code().name}: {exc.details()}"

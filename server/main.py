@@ -3,15 +3,22 @@
 ``graphstore server --part-config G.json --part-id K --port P`` calls :func:`serve`. The process
 
 1. raises glibc's malloc thresholds (:mod:`graphstore.server.malloc`),
-2. loads its partition with memory-mapped arrays (optionally restores a checkpoint),
-3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services, reports
-   SERVING, and prints one startup line with its address, partition and load time,
+2. loads its partition with memory-mapped arrays (optionally restores a checkpoint: a given folder,
+   or the newest periodic checkpoint of this partition with ``restore_latest``),
+3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services (TLS and the
+   shared-token check when configured, :mod:`graphstore.server.auth`), the Prometheus metrics
+   endpoint and the periodic checkpointer when asked, reports SERVING, and prints one startup line
+   with its address, partition and load time,
 4. on SIGTERM / SIGINT or a Shutdown call: reports NOT_SERVING, stops accepting new calls, lets the
-   calls in flight finish (bounded by ``grace_s``), optionally writes a checkpoint, and returns 0.
+   calls in flight finish (bounded by ``grace_s``), writes a last periodic checkpoint and/or the
+   exit checkpoint when configured, and returns 0.
+
+Events (start, restore, stop) are logged as one ``event=NAME key=value ...`` line each.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import signal
 import threading
@@ -22,8 +29,11 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from graphstore.server.auth import TokenAuthInterceptor, server_credentials, validate_token
 from graphstore.server.malloc import raise_malloc_thresholds
+from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
+from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer, restore_latest
 from graphstore.server.servicer import SERVICE_NAME, PartitionServicer
 
 logger = logging.getLogger(__name__)
@@ -42,10 +52,16 @@ class ServerConfig:
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
         num_threads: worker threads answering calls; each waiting barrier participant holds one.
         grace_s: on shutdown, how long calls in flight may take to finish.
-        token: shared-token authentication (not enforced yet; another issue adds it).
-        tls_cert, tls_key: TLS certificate and key paths (not enforced yet).
+        token: the shared token every call but health checks must carry (None: no check).
+        tls_cert, tls_key: the server's TLS certificate and key (PEM); TLS is on when given.
+        tls_ca: a CA bundle; when given, clients must present a certificate it signed (mutual TLS).
+        metrics_port: serve Prometheus metrics on this port of ``host`` (None: off; 0: a free port).
         restore_from: a checkpoint folder to restore after loading, before serving.
         checkpoint_on_exit: a folder to checkpoint every run-time tensor to on a clean shutdown.
+        checkpoint_dir: the periodic checkpoints' folder (this server writes ``DIR/part-K``).
+        checkpoint_every_s, checkpoint_every_updates: when to write them (either or both).
+        checkpoint_keep: how many complete periodic checkpoints to keep.
+        restore_latest: restore the newest periodic checkpoint under ``checkpoint_dir`` before serving.
     """
 
     part_config: str
@@ -59,8 +75,15 @@ class ServerConfig:
     token: str | None = None
     tls_cert: str | None = None
     tls_key: str | None = None
+    tls_ca: str | None = None
+    metrics_port: int | None = None
     restore_from: str | None = None
     checkpoint_on_exit: str | None = None
+    checkpoint_dir: str | None = None
+    checkpoint_every_s: float | None = None
+    checkpoint_every_updates: int | None = None
+    checkpoint_keep: int = 3
+    restore_latest: bool = False
 
     def validate(self) -> None:
         """Check value ranges.
@@ -78,11 +101,66 @@ class ServerConfig:
             raise ValueError(f"max_message_bytes must be >= 1 MiB, got {self.max_message_bytes}")
         if not 0 <= self.grace_s <= 60:
             raise ValueError(f"grace_s must be in [0, 60], got {self.grace_s}")
+        if self.token is not None:
+            validate_token(self.token)
+        if (self.tls_cert is None) != (self.tls_key is None):
+            raise ValueError("tls_cert and tls_key go together: give both or neither")
+        if self.tls_ca is not None and self.tls_cert is None:
+            raise ValueError("tls_ca (client certificates) needs tls_cert and tls_key")
+        if self.metrics_port is not None and not 0 <= self.metrics_port <= 65535:
+            raise ValueError(f"metrics_port must be in [0, 65535], got {self.metrics_port}")
+        if self.checkpoint_policy() is not None:
+            self.checkpoint_policy().validate()
+        elif self.checkpoint_every_s is not None or self.checkpoint_every_updates is not None:
+            raise ValueError("checkpoint_every_s / checkpoint_every_updates need checkpoint_dir")
+        if self.restore_latest and not self.checkpoint_dir:
+            raise ValueError("restore_latest needs checkpoint_dir")
+        if self.restore_latest and self.restore_from:
+            raise ValueError("restore_latest and restore_from exclude each other")
+
+    def checkpoint_policy(self) -> CheckpointPolicy | None:
+        """The periodic checkpoint policy, or None without ``checkpoint_dir``."""
+        if not self.checkpoint_dir:
+            return None
+        return CheckpointPolicy(
+            root=self.checkpoint_dir,
+            every_s=self.checkpoint_every_s,
+            every_updates=self.checkpoint_every_updates,
+            keep=self.checkpoint_keep,
+        )
 
 
 def format_address(host: str, port: int) -> str:
     """``host:port``, with brackets around an IPv6 host."""
     return f"[{host}]:{port}" if ":" in host and not host.startswith("[") else f"{host}:{port}"
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is ``localhost`` or a loopback address (not resolved otherwise)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def grpc_server_options(max_message_bytes: int) -> list[tuple[str, int]]:
+    """Channel arguments of a partition server: message limits, one owner per port, keepalive.
+
+    Keepalive pings (every 60 s, 20 s to answer) close connections of clients that vanished without
+    closing them (a host that died, a cut network), so their resources do not pile up; clients may
+    ping every 5 s while calls are in flight (how they notice a cut link, see RemotePartition).
+    """
+    return [
+        ("grpc.max_send_message_length", max_message_bytes),
+        ("grpc.max_receive_message_length", max_message_bytes),
+        ("grpc.so_reuseport", 0),  # two servers must never share a port
+        ("grpc.keepalive_time_ms", 60_000),
+        ("grpc.keepalive_timeout_ms", 20_000),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 5_000),
+        ("grpc.http2.max_ping_strikes", 0),
+    ]
 
 
 class RunningServer:
@@ -103,21 +181,56 @@ class RunningServer:
         started = time.monotonic()
         data = load_partition(config.part_config, config.part_id)
         self.partition = PartitionServer(data, writable_features=config.writable_features)
+        self.restored_from: str | None = None
         if config.restore_from:
             names, rows = self.partition.restore(config.restore_from)
-            logger.info("restored %s (%d rows) from %s", names, rows, config.restore_from)
+            self.restored_from = config.restore_from
+            log_event(
+                logger,
+                "restored",
+                part_id=config.part_id,
+                path=config.restore_from,
+                tensors=len(names),
+                rows=rows,
+            )
+        policy = config.checkpoint_policy()
+        if config.restore_latest and policy is not None:
+            restored = restore_latest(self.partition, policy.root)
+            if restored is None:
+                log_event(
+                    logger,
+                    "restore_skipped",
+                    part_id=config.part_id,
+                    reason="no_checkpoint",
+                    root=policy.root,
+                )
+            else:
+                path, names, rows = restored
+                self.restored_from = str(path)
+                log_event(
+                    logger, "restored", part_id=config.part_id, path=path, tensors=len(names), rows=rows
+                )
         self.load_time_s = time.monotonic() - started
 
-        options = [
-            ("grpc.max_send_message_length", config.max_message_bytes),
-            ("grpc.max_receive_message_length", config.max_message_bytes),
-            ("grpc.so_reuseport", 0),  # two servers must never share a port
-        ]
+        self.metrics = ServerMetrics(config.part_id) if config.metrics_port is not None else None
+        self.checkpointer = (
+            PeriodicCheckpointer(self.partition, policy, self.metrics) if policy is not None else None
+        )
+        interceptors = []
+        if config.token:
+            on_denied = self.metrics.denied if self.metrics is not None else None
+            interceptors.append(TokenAuthInterceptor(config.token, on_denied=on_denied))
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.num_threads, thread_name_prefix="graphstore-rpc"),
-            options=options,
+            options=grpc_server_options(config.max_message_bytes),
+            interceptors=interceptors,
         )
-        self._servicer = PartitionServicer(self.partition, on_shutdown=self.request_stop)
+        self._servicer = PartitionServicer(
+            self.partition,
+            on_shutdown=self.request_stop,
+            metrics=self.metrics,
+            on_update=self.checkpointer.note_update if self.checkpointer is not None else None,
+        )
         self._grpc.add_generic_rpc_handlers((self._servicer.generic_handler(),))
         self._health = health.HealthServicer(
             experimental_non_blocking=True,
@@ -126,14 +239,40 @@ class RunningServer:
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._grpc)
         bind = format_address(config.host, config.port)
         try:
-            port = self._grpc.add_insecure_port(bind)
+            if config.tls_cert:
+                credentials = server_credentials(config.tls_cert, config.tls_key, config.tls_ca)
+                port = self._grpc.add_secure_port(bind, credentials)
+            else:
+                port = self._grpc.add_insecure_port(bind)
         except RuntimeError as exc:
             raise OSError(f"port: cannot listen on {bind}: {exc}") from None
         if port == 0:
             raise OSError(f"port: cannot listen on {bind}")
         self.address = format_address(config.host, port)
         self.partition.address = self.address
+        self.metrics_port: int | None = None
+        if self.metrics is not None:
+            try:
+                self.metrics_port = self.metrics.serve(
+                    config.metrics_port, config.host.strip("[]"), config.tls_cert, config.tls_key
+                )
+            except OSError as exc:
+                self._grpc.stop(0)
+                where = format_address(config.host, config.metrics_port)
+                raise OSError(f"metrics_port: cannot listen on {where}: {exc}") from None
+        if not is_loopback(config.host) and not (config.token and config.tls_cert):
+            log_event(
+                logger,
+                "insecure_bind",
+                logging.WARNING,
+                address=self.address,
+                token=bool(config.token),
+                tls=bool(config.tls_cert),
+                hint="other hosts can reach this address: set token and tls in the cluster config",
+            )
         self._grpc.start()
+        if self.checkpointer is not None:
+            self.checkpointer.start()
         for service in ("", SERVICE_NAME):
             self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
 
@@ -155,9 +294,23 @@ class RunningServer:
         self._servicer.wait_idle(self.config.grace_s)
         self._grpc.stop(0)
         stopped.wait(self.config.grace_s + 1.0)
+        if self.checkpointer is not None:
+            # Every call is answered: the last checkpoint holds every update a client was told about.
+            try:
+                self.checkpointer.stop(final_checkpoint=True)
+            except OSError as exc:
+                log_event(logger, "checkpoint_failed", logging.ERROR, part_id=self.config.part_id, error=exc)
         if self.config.checkpoint_on_exit:
             files, rows = self.partition.checkpoint(self.config.checkpoint_on_exit)
-            logger.info("checkpointed %d rows to %s on exit", rows, self.config.checkpoint_on_exit)
+            log_event(
+                logger,
+                "checkpointed_on_exit",
+                part_id=self.config.part_id,
+                path=self.config.checkpoint_on_exit,
+                rows=rows,
+            )
+        if self.metrics is not None:
+            self.metrics.close()
 
 
 def serve(config: ServerConfig) -> int:
@@ -200,13 +353,27 @@ def serve(config: ServerConfig) -> int:
             f"(loaded in {running.load_time_s:.2f} s)",
             flush=True,
         )
-        logger.info("partition %d ready, %d threads", config.part_id, config.num_threads)
+        log_event(
+            logger,
+            "server_started",
+            part_id=config.part_id,
+            graph=graph_name,
+            address=running.address,
+            threads=config.num_threads,
+            tls=bool(config.tls_cert),
+            mutual_tls=bool(config.tls_ca),
+            token=bool(config.token),
+            metrics_port=running.metrics_port if running.metrics_port is not None else "off",
+            checkpoint_dir=config.checkpoint_dir or "off",
+            restored_from=running.restored_from or "none",
+            load_s=running.load_time_s,
+        )
         while not running.wait(0.5):  # short waits keep the main thread responsive to signals
             pass
-        logger.info("shutting down partition %d", config.part_id)
+        log_event(logger, "server_stopping", part_id=config.part_id)
         running.stop()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    logger.info("partition %d stopped", config.part_id)
+    log_event(logger, "server_stopped", part_id=config.part_id)
     return 0

@@ -11,6 +11,10 @@ INTERNAL). Pull answers come from :func:`graphstore.protos.codec.pull_response_b
 gathered straight into the answer's bytes. The error's Python type also travels in the trailing
 metadata (``graphstore-error``) so :class:`graphstore.client.remote.RemotePartition` raises the same
 exception type as the in-process server does.
+
+Two optional hooks serve the reliability features: ``metrics`` (a
+:class:`~graphstore.server.metrics.ServerMetrics`: per-call counts and latencies, per-tensor bytes)
+and ``on_update`` (called after each answered write, which the periodic checkpointer counts).
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import numpy as np
@@ -30,6 +34,9 @@ from graphstore.errors import BarrierTimeoutError
 from graphstore.protos import codec
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.server.types import InitSpec, OptimizerConfig
+
+if TYPE_CHECKING:
+    from graphstore.server.metrics import ServerMetrics
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +86,10 @@ _INIT_KINDS = {
     pb.Initializer.CONSTANT: "constant",
     pb.Initializer.PUSHED: "pushed",
 }
+
+
+def _no_update() -> None:
+    pass
 
 
 def _identity(data: bytes) -> bytes:
@@ -145,11 +156,22 @@ class PartitionServicer:
         server: the partition (any object implementing ``PartitionAPI``).
         on_shutdown: called (once per Shutdown RPC) after the Shutdown answer is produced; the
             process owner stops the gRPC server from it.
+        metrics: where to count calls, latencies and tensor bytes (None: not counted).
+        on_update: called after each successful write (Push, PushGrad, an Init that created a tensor,
+            a Delete that deleted one, Restore).
     """
 
-    def __init__(self, server, on_shutdown: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self,
+        server,
+        on_shutdown: Callable[[], None] | None = None,
+        metrics: ServerMetrics | None = None,
+        on_update: Callable[[], None] | None = None,
+    ) -> None:
         self._server = server
         self._on_shutdown = on_shutdown
+        self._metrics = metrics
+        self._on_update = on_update or _no_update
         self._in_flight = _InFlight()
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
             "Metadata": (pb.MetadataRequest, self._metadata),
@@ -195,11 +217,23 @@ class PartitionServicer:
     def _bind(
         self, method: str, request_type: type, handler: Callable
     ) -> Callable[[bytes, grpc.ServicerContext], Any]:
+        metrics = self._metrics
+
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
             # The call stays in flight until its answer has been sent, not just computed.
             if not context.add_callback(self._in_flight.leave):
                 self._in_flight.leave()  # already terminated (cancelled by the client)
-            return _call(raw, context)
+            if metrics is None:
+                return _call(raw, context)
+            started = time.perf_counter()
+            code = "OK"
+            try:
+                return _call(raw, context)
+            except BaseException:
+                code = (context.code() or grpc.StatusCode.UNKNOWN).name
+                raise
+            finally:
+                metrics.rpc_done(method, code, time.perf_counter() - started)
 
         def _call(raw: bytes, context: grpc.ServicerContext) -> Any:
             try:
@@ -241,8 +275,13 @@ class PartitionServicer:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
             self._server.pull_into(request.name, ids, rows)
+            if self._metrics is not None:
+                self._metrics.tensor_io(request.name, "pull", rows.nbytes)
             return answer
-        return codec.encode_pull_response(self._server.pull(request.name, ids), scheme.dtype)
+        rows = self._server.pull(request.name, ids)
+        if self._metrics is not None:
+            self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+        return codec.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)
@@ -253,6 +292,9 @@ class PartitionServicer:
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
             )
         version = self._server.push(request.name, ids, rows, codec.op_from_wire(request.op))
+        self._on_update()
+        if self._metrics is not None:
+            self._metrics.tensor_io(request.name, "push", rows.nbytes)
         return pb.PushResponse(version=version)
 
     def _init(self, request: pb.InitRequest, context) -> pb.InitResponse:
@@ -274,12 +316,19 @@ class PartitionServicer:
             init,
             request.owner,
         )
+        if created:
+            self._on_update()
         response = pb.InitResponse(created=created)
         codec.write_scheme(response.scheme, scheme)
         return response
 
     def _delete(self, request: pb.DeleteRequest, context) -> pb.DeleteResponse:
-        return pb.DeleteResponse(deleted=self._server.delete_tensor(request.name))
+        deleted = self._server.delete_tensor(request.name)
+        if deleted:
+            self._on_update()
+            if self._metrics is not None:
+                self._metrics.forget_tensor(request.name)
+        return pb.DeleteResponse(deleted=deleted)
 
     def _list(self, request: pb.ListRequest, context) -> pb.ListResponse:
         response = pb.ListResponse()
@@ -336,6 +385,9 @@ class PartitionServicer:
             beta2=_finite(opt.beta2, "optimizer.beta2"),
         )
         version = self._server.push_grad(request.name, ids, grads, config)
+        self._on_update()
+        if self._metrics is not None:
+            self._metrics.tensor_io(request.name, "push_grad", grads.nbytes)
         return pb.PushGradResponse(version=version)
 
     def _barrier(self, request: pb.BarrierRequest, context) -> pb.BarrierResponse:
@@ -355,6 +407,7 @@ class PartitionServicer:
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
         names, rows = self._server.restore(request.path, list(request.names) or None)
+        self._on_update()
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names
         return response

@@ -14,6 +14,14 @@
 4. When every trainer exits 0, shuts the servers down (Shutdown RPC, then SIGTERM) and exits 0. When any
    process exits non-zero, ends all others (SIGTERM, then SIGKILL after ``--grace-period``) and exits with
    that code. SIGINT / SIGTERM to launch end everything too (exit code 128 + signal number).
+5. With ``restart: on-failure``, a server that exits non-zero while the trainers run is started again
+   (with ``--restore-latest`` when ``checkpoint.path`` is set, so it restores its newest periodic
+   checkpoint), at most ``max_restarts`` times per server; the trainers' calls retry with backoff
+   until it serves again (see ``docs/reliability.md``).
+
+The cluster config's ``token`` / ``token_file``, ``tls``, ``metrics_port`` and ``checkpoint`` are passed
+to every server (the token through the ``GRAPHSTORE_TOKEN`` environment variable of local servers, so it
+never shows in a process list), and launch's own health probes and Shutdown calls use them too.
 
 Every output line of every process is prefixed with its role and rank (``[server-0]``, ``[trainer-1]``);
 launch's own lines start with ``[launch]``.
@@ -43,6 +51,7 @@ from graphstore.launcher.control import (
     request_shutdown,
 )
 from graphstore.launcher.supervisor import ManagedProcess, ProcessSpec, Supervisor, exit_code_of
+from graphstore.server.auth import TOKEN_ENV
 
 DEFAULT_MASTER_PORT = 29500
 
@@ -136,9 +145,29 @@ def remote_argv(template: str, host: str, command: Sequence[str]) -> list[str]:
     return argv
 
 
-def server_command(config: ClusterConfig, server: ServerSpec, python: str) -> list[str]:
-    """The ``graphstore server`` command line of one server."""
-    return [
+def server_command(
+    config: ClusterConfig,
+    server: ServerSpec,
+    python: str,
+    *,
+    restore_latest: bool = False,
+    token_file: bool = False,
+) -> list[str]:
+    """The ``graphstore server`` command line of one server.
+
+    The cluster's TLS files, metrics port (``metrics_port + part_id``) and periodic checkpoint settings
+    become flags. The token never does: it travels in the ``GRAPHSTORE_TOKEN`` environment variable
+    (:func:`server_environment`), or as ``--token-file`` (the config's ``token_file`` path, which must
+    exist on the server's host too) when ``token_file`` is True.
+
+    Args:
+        config: the cluster config.
+        server: the server.
+        python: its interpreter.
+        restore_latest: add ``--restore-latest`` (a restart).
+        token_file: pass the config's token file by path.
+    """
+    argv = [
         python,
         "-u",
         "-m",
@@ -152,8 +181,33 @@ def server_command(config: ClusterConfig, server: ServerSpec, python: str) -> li
         server.bind_host,
         "--port",
         str(server.port),
-        *config.server_args,
     ]
+    if token_file and config.token_file:
+        argv += ["--token-file", config.token_file]
+    if config.tls is not None and config.tls.cert is not None:
+        argv += ["--tls-cert", config.tls.cert, "--tls-key", config.tls.key]
+        if config.tls.client_auth:
+            argv += ["--tls-ca", config.tls.ca]
+    if config.metrics_port is not None:
+        argv += ["--metrics-port", str(config.metrics_port_of(server.part_id))]
+    ckpt = config.checkpoint
+    if ckpt.path is not None:
+        argv += ["--checkpoint-dir", ckpt.path, "--checkpoint-keep", str(ckpt.keep)]
+        if ckpt.every_s is not None:
+            argv += ["--checkpoint-every-s", f"{ckpt.every_s:g}"]
+        if ckpt.every_updates is not None:
+            argv += ["--checkpoint-every-updates", str(ckpt.every_updates)]
+        if restore_latest:
+            argv.append("--restore-latest")
+    return [*argv, *config.server_args]
+
+
+def server_environment(config: ClusterConfig) -> dict[str, str]:
+    """Variables a local server gets on top of launch's environment (the token, when there is one)."""
+    env = {"PYTHONUNBUFFERED": "1"}
+    if config.token:
+        env[TOKEN_ENV] = config.token
+    return env
 
 
 def trainer_environment(
@@ -205,6 +259,8 @@ class Launch:
         self.stop = stop
         self.servers: list[tuple[ServerSpec, ManagedProcess, bool]] = []  # (spec, process, is_local)
         self.trainers: list[ManagedProcess] = []
+        self.security = self.config.channel_security()
+        self.restarts: dict[int, int] = {}  # part_id -> restarts so far
 
     def run(self) -> int:
         """Bring the cluster up, run the trainers, tear down; returns launch's exit code."""
@@ -213,7 +269,13 @@ class Launch:
             if not self.wait_servers_ready():
                 return self.interrupted_code()
             self.start_trainers()
-            result = self.supervisor.wait(self.trainers, stop=self.stop)
+            while True:
+                watched = [process for _, process, _ in self.servers] + self.trainers
+                result = self.supervisor.wait(self.trainers, stop=self.stop, watch=watched)
+                if result.exit_code in (0, None) or not self.should_restart(result.failed):
+                    break
+                if not self.restart_server(result.failed, result.exit_code):
+                    return self.interrupted_code()
         except LaunchError as exc:
             self.supervisor.log(f"error: {exc}")
             self.teardown()
@@ -240,7 +302,6 @@ class Launch:
     # --- servers -------------------------------------------------------------------------------
 
     def start_servers(self) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
         for server in self.config.servers:
             local = is_local_host(server.exec_host)
             if local and port_accepts_connections(server.host, server.port):
@@ -248,30 +309,99 @@ class Launch:
                     f"servers[{server.part_id}]: {server.address} is already in use by another process "
                     f"(stop it, e.g. `graphstore stop --config {self.config.path}`, or change the port)"
                 )
-            if local:
-                argv = server_command(self.config, server, self.options.python)
-            else:
-                python = self.config.remote_python or self.options.python
-                argv = remote_argv(
-                    self.options.remote_exec, server.exec_host, server_command(self.config, server, python)
-                )
-            process = self.supervisor.start(ProcessSpec("server", server.part_id, tuple(argv), env=env))
-            where = "locally" if local else f"on {server.exec_host}"
-            self.supervisor.log(
-                f"started server-{server.part_id} {where} (pid {process.pid}) "
-                f"for {server.address}: {shlex.join(argv)}"
-            )
-            self.servers.append((server, process, local))
+            self.servers.append((server, self.start_server(server, local), local))
 
-    def wait_servers_ready(self) -> bool:
-        """Poll health until every server is SERVING; False when interrupted.
+    def start_server(self, server: ServerSpec, local: bool, restore_latest: bool = False) -> ManagedProcess:
+        """Start one server process (locally or through the remote-exec template)."""
+        env = dict(os.environ, **server_environment(self.config))
+        if local:
+            argv = server_command(self.config, server, self.options.python, restore_latest=restore_latest)
+            shown = argv
+        else:
+            python = self.config.remote_python or self.options.python
+            command = server_command(
+                self.config, server, python, restore_latest=restore_latest, token_file=True
+            )
+            shown_command = command
+            if self.config.token and not self.config.token_file:
+                # No file to point at: the token rides in the remote command's environment.
+                command = ["env", f"{TOKEN_ENV}={self.config.token}", *command]
+                shown_command = ["env", f"{TOKEN_ENV}=***", *shown_command]
+            argv = remote_argv(self.options.remote_exec, server.exec_host, command)
+            shown = remote_argv(self.options.remote_exec, server.exec_host, shown_command)
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+        process = self.supervisor.start(ProcessSpec("server", server.part_id, tuple(argv), env=env))
+        where = "locally" if local else f"on {server.exec_host}"
+        self.supervisor.log(
+            f"started server-{server.part_id} {where} (pid {process.pid}) "
+            f"for {server.address}: {shlex.join(shown)}"
+        )
+        return process
+
+    def should_restart(self, process: ManagedProcess | None) -> bool:
+        """Whether a failed process is a server that ``restart: on-failure`` lets launch start again."""
+        if process is None or self.config.restart != "on-failure":
+            return False
+        for server, current, _ in self.servers:
+            if current is process:
+                used = self.restarts.get(server.part_id, 0)
+                if used >= self.config.max_restarts:
+                    self.supervisor.log(
+                        f"event=restart_limit part_id={server.part_id} restarts={used} "
+                        f"max_restarts={self.config.max_restarts}: not restarting server-{server.part_id}"
+                    )
+                    return False
+                return True
+        return False
+
+    def restart_server(self, process: ManagedProcess, exit_code: int) -> bool:
+        """Start a failed server again and wait until it serves; False when launch was interrupted.
+
+        Raises:
+            LaunchError: it did not come back within the connect timeout and the restart budget.
+        """
+        index = next(i for i, (_, current, _) in enumerate(self.servers) if current is process)
+        server, _, local = self.servers[index]
+        # The dead server's group (anything it left behind) ends now; its number is not reused later.
+        self.supervisor.terminate([process], grace_period_s=0)
+        while True:
+            count = self.restarts.get(server.part_id, 0) + 1
+            self.restarts[server.part_id] = count
+            restore = self.config.checkpoint.path is not None
+            self.supervisor.log(
+                f"event=server_restart part_id={server.part_id} old_pid={process.pid} exit_code={exit_code} "
+                f"restart={count}/{self.config.max_restarts} "
+                f"restore={'latest_checkpoint' if restore else 'none'}"
+            )
+            if not restore:
+                self.supervisor.log(
+                    f"server-{server.part_id} restarts without checkpoint.path: its run-time tensors are lost"
+                )
+            process = self.start_server(server, local, restore_latest=restore)
+            self.servers[index] = (server, process, local)
+            try:
+                return self.wait_servers_ready([self.servers[index]])
+            except LaunchError as exc:
+                if count >= self.config.max_restarts:
+                    raise LaunchError(
+                        f"server-{server.part_id} could not be restarted ({count} restarts): {exc}",
+                        exit_code=exc.exit_code,
+                    ) from None
+                self.supervisor.log(f"server-{server.part_id} failed to come back: {exc}")
+                self.supervisor.terminate([process], grace_period_s=0)
+                exit_code = exit_code_of(process.poll() if process.poll() is not None else 1)
+
+    def wait_servers_ready(
+        self, servers: list[tuple[ServerSpec, ManagedProcess, bool]] | None = None
+    ) -> bool:
+        """Poll health until every server (default: all) is SERVING; False when interrupted.
 
         Raises:
             LaunchError: a server exited, or the connect timeout passed.
         """
         timeout = self.options.connect_timeout_s
         deadline = time.monotonic() + timeout
-        pending = list(self.servers)
+        pending = list(self.servers if servers is None else servers)
         started = time.monotonic()
         last_health: dict[int, str] = {}
         while pending:
@@ -288,7 +418,9 @@ class Launch:
                         exit_code=exit_code_of(code) or 1,
                     )
                 remaining = deadline - time.monotonic()
-                health = probe_health(server.address, timeout_s=max(0.05, min(1.0, remaining)))
+                health = probe_health(
+                    server.address, timeout_s=max(0.05, min(1.0, remaining)), security=self.security
+                )
                 last_health[server.part_id] = health
                 if health == SERVING:
                     pending.remove(entry)
@@ -311,7 +443,7 @@ class Launch:
         for server, process, _ in self.servers:
             if process.running:
                 try:
-                    request_shutdown(server.address, timeout_s=5.0)
+                    request_shutdown(server.address, timeout_s=5.0, security=self.security)
                 except RuntimeError as exc:
                     self.supervisor.log(f"{exc}; using SIGTERM")
         processes = [process for _, process, _ in self.servers]
@@ -324,7 +456,7 @@ class Launch:
         for server, _, local in self.servers:
             if not local:
                 try:
-                    request_shutdown(server.address, timeout_s=2.0)
+                    request_shutdown(server.address, timeout_s=2.0, security=self.security)
                 except RuntimeError:
                     pass
         self.supervisor.terminate(grace_period_s=self.options.grace_period_s)

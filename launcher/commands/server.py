@@ -6,11 +6,20 @@ Example::
 
 ``--port 0`` picks a free port; the startup line printed once the server answers says which.
 SIGTERM (or Ctrl-C) stops it cleanly with exit code 0.
+
+Security (``docs/security.md``): ``--token-file`` (or the ``GRAPHSTORE_TOKEN`` environment variable;
+``--token`` works too but shows the token to anyone who can list processes) makes every call but
+health checks carry the token; ``--tls-cert`` / ``--tls-key`` turn TLS on, ``--tls-ca`` also requires
+client certificates. Reliability (``docs/reliability.md``): ``--checkpoint-dir`` with
+``--checkpoint-every-s`` / ``--checkpoint-every-updates`` writes periodic checkpoints,
+``--restore-latest`` restores the newest one before serving. ``--metrics-port`` serves Prometheus
+metrics.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 
 
 def register(subparsers) -> None:
@@ -37,7 +46,66 @@ def register(subparsers) -> None:
     parser.add_argument(
         "--checkpoint-on-exit", default=None, help="checkpoint run-time tensors to this folder on shutdown"
     )
+    security = parser.add_argument_group("security")
+    token = security.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-file",
+        default=None,
+        help="file holding the shared token every call but health checks must carry",
+    )
+    token.add_argument(
+        "--token",
+        default=None,
+        help="the shared token itself (visible in the process list: prefer --token-file or GRAPHSTORE_TOKEN)",
+    )
+    security.add_argument("--tls-cert", default=None, help="server certificate (PEM); turns TLS on")
+    security.add_argument("--tls-key", default=None, help="server private key (PEM)")
+    security.add_argument(
+        "--tls-ca", default=None, help="CA bundle (PEM): require client certificates it signed (mutual TLS)"
+    )
+    observe = parser.add_argument_group("observability")
+    observe.add_argument(
+        "--metrics-port",
+        type=int,
+        default=None,
+        help="serve Prometheus metrics on this port of --host (0: a free one; default off)",
+    )
+    ckpt = parser.add_argument_group("periodic checkpoints")
+    ckpt.add_argument("--checkpoint-dir", default=None, help="folder of periodic checkpoints (DIR/part-K)")
+    ckpt.add_argument(
+        "--checkpoint-every-s", type=float, default=None, help="checkpoint this often when something changed"
+    )
+    ckpt.add_argument(
+        "--checkpoint-every-updates", type=int, default=None, help="checkpoint after this many updates"
+    )
+    ckpt.add_argument(
+        "--checkpoint-keep", type=int, default=3, help="complete checkpoints to keep (default 3)"
+    )
+    ckpt.add_argument(
+        "--restore-latest",
+        action="store_true",
+        help="restore the newest checkpoint under --checkpoint-dir before serving (none: start empty)",
+    )
     parser.set_defaults(func=run)
+
+
+def resolve_token(args: argparse.Namespace) -> str | None:
+    """The token from ``--token-file``, ``--token`` or ``GRAPHSTORE_TOKEN`` (in that order), or None.
+
+    Raises:
+        FileNotFoundError: a missing token file.
+        ValueError: an invalid token.
+    """
+    from graphstore.server.auth import TOKEN_ENV, read_token_file, validate_token
+
+    if args.token_file:
+        return read_token_file(args.token_file, "--token-file")
+    if args.token is not None:
+        return validate_token(args.token, "--token")
+    from_env = os.environ.get(TOKEN_ENV)
+    if from_env:
+        return validate_token(from_env, TOKEN_ENV)
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -54,5 +122,15 @@ def run(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_mb * 1024 * 1024,
         restore_from=args.restore_from,
         checkpoint_on_exit=args.checkpoint_on_exit,
+        token=resolve_token(args),
+        tls_cert=args.tls_cert,
+        tls_key=args.tls_key,
+        tls_ca=args.tls_ca,
+        metrics_port=args.metrics_port,
+        checkpoint_dir=args.checkpoint_dir,
+        checkpoint_every_s=args.checkpoint_every_s,
+        checkpoint_every_updates=args.checkpoint_every_updates,
+        checkpoint_keep=args.checkpoint_keep,
+        restore_latest=args.restore_latest,
     )
     return serve(config)

@@ -1,10 +1,14 @@
-"""``graphstore status``: the health, partition, tensors and memory of a cluster's servers.
+"""``graphstore status``: the health, partition, tensors, memory and metrics of a cluster's servers.
 
     graphstore status --config configs/local-2part.yaml [--json]   # every server of a cluster
     graphstore status --probe 127.0.0.1:50051                      # exit 0 only when SERVING
+    graphstore status --probe 10.0.0.5:50051 --tls-ca ca.pem       # a TLS server (or --config C.yaml)
 
 ``--probe`` is what container health checks run: it imports grpc and the health stubs only,
-no torch, and answers within ``--timeout`` seconds.
+no torch, and answers within ``--timeout`` seconds. The health service needs no token; with TLS the
+probe needs the CA (``--tls-ca``, or the ``tls`` section of ``--config``). With ``metrics_port`` in
+the cluster config, the report adds each server's per-call counts, p50 / p99 latencies and per-tensor
+bytes from its Prometheus endpoint.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ def _format_report(part_id: int, report) -> list[str]:
         lines.append(f"  warning: the config expects partition {part_id} at this address")
     if report.error:
         lines.append(f"  stats: {report.error}")
+    lines += _format_metrics(report)
     for tensor in report.tensors:
         shape = "x".join(str(d) for d in tensor.shape)
         flags = ",".join(
@@ -53,14 +58,55 @@ def _format_report(part_id: int, report) -> list[str]:
     return lines
 
 
+def _format_metrics(report) -> list[str]:
+    if report.metrics_error:
+        return [f"  metrics: {report.metrics_error}"]
+    metrics = report.metrics
+    if not metrics:
+        return []
+    lines = []
+    for method, entry in sorted(metrics["rpc"].items()):
+        p50 = "-" if entry.get("p50_ms") is None else f"{entry['p50_ms']:.2f} ms"
+        p99 = "-" if entry.get("p99_ms") is None else f"{entry['p99_ms']:.2f} ms"
+        calls, errors = entry["count"], entry["errors"]
+        lines.append(f"  rpc {method:<16} calls {calls:<9} errors {errors:<6} p50 {p50:<10} p99 {p99}")
+    for tensor, ops in sorted(metrics["tensor_bytes"].items()):
+        moved = "  ".join(f"{op} {_format_bytes(count)}" for op, count in sorted(ops.items()))
+        lines.append(f"  bytes {tensor:<24} {moved}")
+    if metrics["auth_denied"]:
+        denied = ", ".join(f"{code} {count}" for code, count in sorted(metrics["auth_denied"].items()))
+        lines.append(f"  auth denied: {denied}")
+    if metrics["checkpoints"]:
+        done = ", ".join(f"{outcome} {count}" for outcome, count in sorted(metrics["checkpoints"].items()))
+        lines.append(f"  periodic checkpoints: {done}")
+    return lines
+
+
+def _probe_security(args: argparse.Namespace, config):
+    from graphstore.server.auth import ChannelSecurity
+
+    if args.tls_ca is not None or args.tls_server_name is not None:
+        return ChannelSecurity(ca=args.tls_ca, server_name=args.tls_server_name, use_tls=True)
+    if config is not None:
+        return config.channel_security()
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``graphstore status``; 0 when every server asked is SERVING, else 1."""
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be > 0, got {args.timeout}")
+    if args.probe is None and args.config is None:
+        raise ValueError("status: give --config C.yaml (every server) or --probe HOST:PORT (one server)")
     from graphstore.launcher.control import SERVING, probe_health
 
     if args.probe is not None:
-        health = probe_health(args.probe, timeout_s=args.timeout)
+        config = None
+        if args.config is not None:
+            from graphstore.launcher.config import load_cluster_config
+
+            config = load_cluster_config(args.config, check_files=False)
+        health = probe_health(args.probe, timeout_s=args.timeout, security=_probe_security(args, config))
         print(f"{args.probe} {health}")
         return 0 if health == SERVING else 1
 
@@ -68,7 +114,16 @@ def run(args: argparse.Namespace) -> int:
     from graphstore.launcher.control import fetch_report
 
     config = load_cluster_config(args.config, check_files=False)
-    reports = [fetch_report(server.address, timeout_s=args.timeout) for server in config.servers]
+    security = _probe_security(args, config)
+    reports = [
+        fetch_report(
+            server.address,
+            timeout_s=args.timeout,
+            security=security,
+            metrics_port=config.metrics_port_of(server.part_id),
+        )
+        for server in config.servers
+    ]
     if args.json:
         payload = {
             "graph_name": config.graph_name,
@@ -90,10 +145,15 @@ def register(subparsers) -> None:
         help="show the health, partition, tensors and memory of the servers",
         description=__doc__.split("\n\n")[0].replace("``", ""),
     )
-    target = parser.add_mutually_exclusive_group(required=True)
-    target.add_argument("--config", help="cluster YAML: report every server in it")
-    target.add_argument(
+    parser.add_argument(
+        "--config", help="cluster YAML: report every server in it (with --probe: only its tls settings)"
+    )
+    parser.add_argument(
         "--probe", metavar="HOST:PORT", help="check one server; exit 0 only when it is SERVING"
+    )
+    parser.add_argument("--tls-ca", default=None, help="CA bundle verifying a TLS server (PEM)")
+    parser.add_argument(
+        "--tls-server-name", default=None, help="name to check the server certificate against"
     )
     parser.add_argument(
         "--timeout", type=float, default=3.0, help="deadline of each call in seconds (default 3)"

@@ -21,11 +21,12 @@ def run(args: argparse.Namespace) -> int:
     from graphstore.launcher.control import UNREACHABLE, probe_health, request_shutdown
 
     config = load_cluster_config(args.config, check_files=False)
+    security = config.channel_security()  # Shutdown carries the token when the servers have one
     failed = False
     asked = []
     for server in config.servers:
         try:
-            outcome = request_shutdown(server.address, timeout_s=args.timeout)
+            outcome = request_shutdown(server.address, timeout_s=args.timeout, security=security)
         except RuntimeError as exc:
             print(f"server {server.part_id} {server.address}: {exc}")
             failed = True
@@ -38,7 +39,10 @@ def run(args: argparse.Namespace) -> int:
         for server in asked:
             while True:
                 remaining = deadline - time.monotonic()
-                if probe_health(server.address, timeout_s=max(0.05, min(0.5, remaining))) == UNREACHABLE:
+                health = probe_health(
+                    server.address, timeout_s=max(0.05, min(0.5, remaining)), security=security
+                )
+                if health == UNREACHABLE:
                     break
                 if remaining <= 0:
                     print(

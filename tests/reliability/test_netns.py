@@ -1,0 +1,193 @@
+"""A network cut between a trainer and its servers (network namespaces joined by a veth pair; the link is
+set down, then up): calls fail with UNAVAILABLE or DEADLINE_EXCEEDED within their bounded time, naming
+the server, and once the link is back the same client process goes on reading correct rows.
+Needs root (``ip netns``); skipped cleanly where that is not permitted.
+
+    ns S: two servers at 10.233.1.2 --veth-- 10.233.1.1  ns C: the client
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.launcher.helpers import kill_pids
+from tests.reliability.helpers import REPO, write_yaml
+
+pytestmark = pytest.mark.netns
+
+CLIENT = str(Path(__file__).with_name("cut_client.py"))
+SERVER_IP, CLIENT_IP = "10.233.1.2", "10.233.1.1"
+PORTS = (50061, 50062)
+RPC = {
+    "deadline_s": 2,
+    "max_retries": 3,
+    "backoff_initial_s": 0.05,
+    "backoff_max_s": 0.5,
+    "connect_timeout_s": 30,
+}
+
+
+def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=check)
+
+
+def namespace_pids(name: str) -> list[int]:
+    result = ip("netns", "pids", name, check=False)
+    return [int(pid) for pid in result.stdout.split()] if result.returncode == 0 else []
+
+
+@pytest.fixture
+def link():
+    """Namespaces S and C joined by a veth pair; yields ``(server_ns, client_ns, client_side_device)``."""
+    if sys.platform != "linux" or shutil.which("ip") is None:
+        pytest.skip("needs Linux and iproute2's `ip`")
+    if os.geteuid() != 0:
+        pytest.skip("`ip netns add` needs root")
+    suffix = uuid.uuid4().hex[:6]
+    server_ns, client_ns = f"gsr{suffix}s", f"gsr{suffix}c"
+    created = []
+    try:
+        for name in (server_ns, client_ns):
+            ip("netns", "add", name)
+            created.append(name)
+            ip("-n", name, "link", "set", "lo", "up")
+        inside, outside = f"gsr{suffix}a", f"gsr{suffix}b"
+        ip(
+            "link",
+            "add",
+            inside,
+            "netns",
+            server_ns,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            outside,
+            "netns",
+            client_ns,
+        )
+        ip("-n", server_ns, "addr", "add", f"{SERVER_IP}/24", "dev", inside)
+        ip("-n", server_ns, "link", "set", inside, "up")
+        ip("-n", client_ns, "addr", "add", f"{CLIENT_IP}/24", "dev", outside)
+        ip("-n", client_ns, "link", "set", outside, "up")
+    except subprocess.CalledProcessError as exc:
+        for name in created:
+            ip("netns", "del", name, check=False)
+        pytest.skip(f"network namespaces not permitted here: {exc.stderr.strip()}")
+    try:
+        yield server_ns, client_ns, outside
+    finally:
+        for name in created:
+            kill_pids(namespace_pids(name))  # only processes this test started live there
+        for name in created:
+            ip("netns", "del", name, check=False)
+
+
+def _entries(log: Path) -> list[dict]:
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def _wait(condition, proc, what: str, timeout_s: float = 60.0) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        assert proc.poll() is None, f"the client exited early ({proc.returncode}) while waiting for {what}"
+        assert time.monotonic() < end, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_network_cut_fails_calls_in_bounded_time_and_the_client_recovers(link, graph, tmp_path):
+    server_ns, client_ns, device = link
+    part_config, _, _ = graph
+    expect = Path(part_config).parent.parent / "feat_by_global_id.npy"
+    procs = []
+    try:
+        for k, port in enumerate(PORTS):
+            log = open(tmp_path / f"server-{k}.log", "w")
+            procs.append(
+                subprocess.Popen(
+                    [
+                        "ip",
+                        "netns",
+                        "exec",
+                        server_ns,
+                        sys.executable,
+                        "-m",
+                        "graphstore.launcher.cli",
+                        "server",
+                    ]
+                    + [
+                        "--part-config",
+                        part_config,
+                        "--part-id",
+                        str(k),
+                        "--host",
+                        SERVER_IP,
+                        "--port",
+                        str(port),
+                    ],
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    cwd=REPO,
+                    start_new_session=True,
+                )
+            )
+        config = write_yaml(
+            tmp_path / "cut.yaml",
+            {
+                "graph_name": "testgraph",
+                "part_config": part_config,
+                "servers": [{"host": SERVER_IP, "port": port, "part_id": k} for k, port in enumerate(PORTS)],
+                "rpc": RPC,
+                "local_read": "off",
+            },
+        )
+        calls, stop = tmp_path / "calls.jsonl", tmp_path / "stop"
+        client_log = open(tmp_path / "client.log", "w")
+        client = subprocess.Popen(
+            ["ip", "netns", "exec", client_ns, sys.executable, CLIENT, "--config", str(config)]
+            + ["--expect-feat", str(expect), "--log", str(calls), "--stop", str(stop)],
+            stdout=client_log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        procs.append(client)
+        ok = lambda: sum(1 for e in _entries(calls) if e.get("ok"))  # noqa: E731
+        failed = lambda: [e for e in _entries(calls) if e.get("ok") is False]  # noqa: E731
+        _wait(lambda: ok() >= 20, client, "20 calls before the cut")
+
+        ip("-n", client_ns, "link", "set", device, "down")
+        cut_at = time.monotonic()
+        _wait(lambda: len(failed()) >= 3, client, "3 failed calls during the cut")
+        ip("-n", client_ns, "link", "set", device, "up")
+        before_recovery = ok()
+        _wait(lambda: ok() >= before_recovery + 20, client, "20 calls after the link came back")
+        recovered_in = time.monotonic() - cut_at
+        stop.write_text("")
+        assert client.wait(60) == 0, (tmp_path / "client.log").read_text()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                kill_pids([proc.pid])
+            proc.wait(10)
+
+    entries = _entries(calls)
+    bound = entries[0]["bound"]
+    errors = [e for e in entries if e.get("ok") is False]
+    assert errors and {e["code"] for e in errors} <= {"UNAVAILABLE", "DEADLINE_EXCEEDED"}, errors
+    assert all(e["server"] in {f"{SERVER_IP}:{p}" for p in PORTS} for e in errors)
+    assert max(e["elapsed"] for e in errors) <= bound + 1.0, (bound, errors)
+    assert len({e["pid"] for e in entries}) == 1  # one client process throughout: no restart
+    assert entries[-1]["ok"] is True
+    assert recovered_in < 60
