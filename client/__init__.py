@@ -3,16 +3,41 @@
 Names follow DGL's ``dgl.distributed`` so that a ported script changes only its imports.
 """
 
+from graphstore.client import checkpoint, optim
 from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
+from graphstore.client.block import Block, SampledSubgraph, to_block
 from graphstore.client.config import ClientConfig, load_client_config
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import get_context
+from graphstore.client.dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
+from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
+from graphstore.client.optim import SparseAdagrad, SparseAdam
+from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler
+from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
 from graphstore.client.split import edge_split, node_split
 
 __all__ = [
+    "Block",
+    "DistDataLoader",
+    "DistEdgeDataLoader",
+    "DistNodeDataLoader",
+    "GATConv",
+    "GraphSAGE",
+    "MultiLayerFullNeighborSampler",
+    "NeighborSampler",
+    "SAGEConv",
+    "SampledSubgraph",
+    "SparseAdagrad",
+    "SparseAdam",
+    "checkpoint",
+    "find_edges",
+    "in_subgraph",
+    "optim",
+    "sample_neighbors",
+    "to_block",
     "EID",
     "NID",
     "ClientConfig",

@@ -1,1 +1,6 @@
-"""DGL compatibility namespaces: port a dgl.distributed script by changing its imports."""
+"""Compatibility namespaces: run a script written for another library after changing its imports.
+
+- :mod:`graphstore.compat.dgl`: ``dgl.distributed``, ``dgl.dataloading``, ``dgl.nn.pytorch``, ``NID`` /
+  ``EID`` and ``to_block``, as a DGL distributed training script uses them (``import
+  graphstore.compat.dgl as dgl``). See docs/compat.md.
+"""

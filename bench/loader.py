@@ -1,0 +1,464 @@
+"""Benchmark of distributed sampling and the mini-batch loader (issue 5), printed as JSON.
+
+For each anchor graph (``../shared/bench/anchor_graph.py``: 200k and 1M nodes, average degree 20,
+100-d float32 features), partitioned in 2 with METIS, with 2 partition servers on loopback and this
+process as the one client, co-located with partition 0 (``local_read: on``), it measures (medians):
+
+1. ``one_hop``: ``sample_neighbors`` of 1,024 random seeds, fanout 10: seeds/s.
+2. ``two_layer``: the full pipeline of ``DistNodeDataLoader`` with ``NeighborSampler([25, 10])``,
+   batch 1,024 training nodes, input features pulled onto the blocks: batches/s and input nodes per
+   batch, produced one after the other (``prefetch=0``) and pipelined (``prefetch`` ahead in
+   ``num_workers`` background threads).
+3. ``overlap``: a real training step (GraphSAGE, hidden 256, forward + backward + Adam) on each batch:
+   the epoch time with prefetching vs without, in paired runs (same batches, back to back), and the
+   share of the loader's own time (the loader alone, sequential) that prefetching hides behind the
+   model. The step runs with CPU-count-minus-loader-threads torch threads (DGL's advice for trainers
+   beside sampler workers; two OpenMP threads plus a loader thread on two cores slow each other down).
+4. ``with_remote_feature_cache``: 2. and 3. again with ``--cache-fraction`` of the other partition's
+   nodes' features held by the trainer (``RemoteFeatureCache``, highest out-degree first).
+
+DGL 2.1's figures on this machine, 200k graph, same setting: 250k-278k seeds/s (1-hop) and
+9.5-10.8 batches/s with about 112k input nodes per batch (2-layer).
+
+    python bench/loader.py                               # both graphs (generated / partitioned once)
+    python bench/loader.py --graphs 200k --out loader.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
+STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
+GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
+DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}
+HIDDEN_TARGET = 0.5
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--graphs", default="200k,1m", help="comma-separated: 200k, 1m")
+    parser.add_argument(
+        "--graph-200k", default="/tmp/g200k.npz", help="200k anchor graph (made when missing)"
+    )
+    parser.add_argument("--graph-1m", default="/tmp/g1m.npz", help="1M anchor graph (made when missing)")
+    parser.add_argument(
+        "--workdir", default="/tmp/graphstore-bench-loader", help="partitions and server logs"
+    )
+    parser.add_argument("--one-hop-repeats", type=int, default=50)
+    parser.add_argument("--batches", type=int, default=16, help="batches per two-layer measurement")
+    parser.add_argument("--overlap-batches", type=int, default=18, help="training steps per overlap epoch")
+    parser.add_argument(
+        "--overlap-repeats", type=int, default=7, help="paired epochs with / without prefetch"
+    )
+    parser.add_argument("--batch-size", type=int, default=1024)
+    parser.add_argument("--fanouts", default="25,10")
+    parser.add_argument("--prefetch", type=int, default=2)
+    parser.add_argument("--num-workers", type=int, default=2, help="loader background threads")
+    parser.add_argument("--chunk-mb", type=float, default=4.0, help="client RPC chunk size (MB) for pulls")
+    parser.add_argument(
+        "--cache-fraction",
+        type=float,
+        default=1.0,
+        help="also measure with this share of the remote nodes' features cached (0: skip)",
+    )
+    parser.add_argument("--overlap-workers", type=int, default=1, help="loader threads in the overlap runs")
+    parser.add_argument(
+        "--overlap-torch-threads",
+        type=int,
+        default=0,
+        help="torch threads of the training step (0: CPU count minus loader threads, DGL's advice)",
+    )
+    parser.add_argument("--hidden", type=int, default=256)
+    parser.add_argument(
+        "--torch-threads",
+        type=int,
+        default=0,
+        help="torch intra-op threads for the model (0: torch's default)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="also write the JSON here")
+    return parser.parse_args(argv)
+
+
+# ----- graph files and servers -------------------------------------------------------------------------
+
+
+def ensure_graph(path: str, num_nodes: int) -> str:
+    """The anchor graph .npz at ``path``, generated with the shared script when missing."""
+    if not os.path.exists(path):
+        subprocess.run(
+            [
+                sys.executable,
+                str(ANCHOR_SCRIPT),
+                "--num-nodes",
+                str(num_nodes),
+                "--avg-degree",
+                "20",
+                "--feat-dim",
+                "100",
+                "--out",
+                path,
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return path
+
+
+def ensure_partitions(npz_path: str, name: str, workdir: Path) -> str:
+    """Partition the graph in 2 with METIS under ``workdir`` once; returns the partition config path."""
+    from graphstore.partition import partition_graph
+
+    out = workdir / f"{name}-2parts"
+    config = out / f"{name}.json"
+    stamp = out / "source.txt"
+    source = f"{os.path.abspath(npz_path)} {os.path.getmtime(npz_path)}"
+    if config.exists() and stamp.exists() and stamp.read_text() == source:
+        return str(config)
+    result = partition_graph(npz_path, name, 2, str(out), part_method="metis", overwrite=True)
+    stamp.write_text(source)
+    return result.config_path
+
+
+class Servers:
+    """Two ``graphstore server`` processes on free loopback ports; stopped by PID on exit."""
+
+    def __init__(self, config: str, log_dir: Path, num_parts: int = 2):
+        self.procs: list[subprocess.Popen] = []
+        self.addresses: list[str] = []
+        log_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            logs = []
+            for part_id in range(num_parts):
+                out_path = log_dir / f"server-{part_id}.out"
+                with open(out_path, "w") as out, open(out_path.with_suffix(".err"), "w") as err:
+                    cmd = [
+                        sys.executable,
+                        "-m",
+                        "graphstore.launcher.cli",
+                        "server",
+                        "--part-config",
+                        config,
+                        "--part-id",
+                        str(part_id),
+                        "--host",
+                        "127.0.0.1",
+                        "--port",
+                        "0",
+                    ]
+                    self.procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True))
+                logs.append(out_path)
+            deadline = time.monotonic() + 120
+            for proc, out_path in zip(self.procs, logs, strict=True):
+                while True:
+                    match = STARTUP_RE.search(out_path.read_text())
+                    if match:
+                        self.addresses.append(match.group(2))
+                        break
+                    if proc.poll() is not None or time.monotonic() > deadline:
+                        err = out_path.with_suffix(".err").read_text()[-2000:]
+                        raise RuntimeError(f"server {out_path.stem} did not start: {err}")
+                    time.sleep(0.05)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+    def __enter__(self) -> Servers:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# ----- measurements ------------------------------------------------------------------------------------
+
+
+def one_hop(g, rng, repeats: int) -> dict:
+    from graphstore.client.sampling import sample_neighbors
+
+    num_nodes = g.num_nodes()
+    seed_sets = [rng.choice(num_nodes, 1024, replace=False) for _ in range(repeats + 5)]
+    for seeds in seed_sets[:5]:
+        sample_neighbors(g, seeds, 10)
+    times, edges = [], []
+    for seeds in seed_sets[5:]:
+        start = time.perf_counter()
+        frontier = sample_neighbors(g, seeds, 10)
+        times.append(time.perf_counter() - start)
+        edges.append(frontier.num_edges())
+    median = statistics.median(times)
+    return {
+        "seeds": 1024,
+        "fanout": 10,
+        "median_ms": round(median * 1e3, 3),
+        "seeds_per_s": round(1024 / median),
+        "edges_per_call": round(float(np.mean(edges))),
+        "repeats": repeats,
+    }
+
+
+def make_loader(g, train, args, prefetch: int, seed: int, num_workers: int | None = None, caches=None):
+    from graphstore.client.dataloader import DistNodeDataLoader
+    from graphstore.client.samplers import NeighborSampler
+
+    fanouts = [int(f) for f in args.fanouts.split(",")]
+    return DistNodeDataLoader(
+        g,
+        train,
+        NeighborSampler(fanouts),
+        batch_size=args.batch_size,
+        shuffle=True,
+        drop_last=True,
+        load_features=("feat",),
+        load_labels="label",
+        prefetch=prefetch,
+        num_workers=num_workers or args.num_workers,
+        seed=seed,
+        cache_remote_features=caches or 0.0,
+    )
+
+
+def run_loader(loader, num_batches: int, step=None) -> tuple[float, list[int], float]:
+    """Iterate ``num_batches`` batches (calling ``step`` on each); returns (seconds, input sizes, wait s)."""
+    sizes = []
+    waited = 0.0
+    start = time.perf_counter()
+    iterator = iter(loader)
+    try:
+        for _ in range(num_batches):
+            before = time.perf_counter()
+            input_nodes, output_nodes, blocks = next(iterator)
+            waited += time.perf_counter() - before
+            sizes.append(int(input_nodes.shape[0]))
+            if step is not None:
+                step(blocks)
+    finally:
+        iterator.close()
+    return time.perf_counter() - start, sizes, waited
+
+
+def two_layer(g, train, args, caches=None) -> dict:
+    result = {"batch_size": args.batch_size, "fanouts": args.fanouts, "batches": args.batches}
+    # warm-up (page cache, connections, allocator)
+    run_loader(make_loader(g, train, args, 0, args.seed, caches=caches), 3)
+    for label, prefetch in (("sequential", 0), ("prefetch", args.prefetch)):
+        rates, all_sizes = [], []
+        for repeat in range(3):
+            loader = make_loader(g, train, args, prefetch, args.seed + repeat, caches=caches)
+            seconds, sizes, _ = run_loader(loader, min(args.batches, len(loader)))
+            rates.append(len(sizes) / seconds)
+            all_sizes += sizes
+        result[f"{label}_batches_per_s"] = round(statistics.median(rates), 2)
+        result["input_nodes_per_batch"] = round(float(np.mean(all_sizes)))
+    result["prefetch"] = args.prefetch
+    result["num_workers"] = args.num_workers
+    return result
+
+
+def overlap(g, train, args, caches=None) -> dict:
+    import torch
+
+    threads_before = torch.get_num_threads()
+    threads = args.overlap_torch_threads or max(1, (os.cpu_count() or 2) - args.overlap_workers)
+    torch.set_num_threads(threads)
+    try:
+        result = _overlap(g, train, args, caches)
+    finally:
+        torch.set_num_threads(threads_before)
+    result["torch_threads"] = threads
+    result["loader_threads"] = args.overlap_workers
+    return result
+
+
+def _overlap(g, train, args, caches) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from graphstore.client.nn import GraphSAGE
+
+    torch.manual_seed(args.seed)
+    num_classes = int(g.ndata["label"][torch.arange(g.num_nodes())].max()) + 1
+    model = GraphSAGE(g.ndata["feat"].shape[1], args.hidden, num_classes, n_layers=2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.003)
+
+    def step(blocks):
+        logits = model(blocks, blocks[0].srcdata["feat"])
+        loss = F.cross_entropy(logits, blocks[-1].dstdata["label"])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+    batches = min(args.overlap_batches, len(make_loader(g, train, args, 0, args.seed, caches=caches)))
+    workers = args.overlap_workers
+
+    def loader_for(prefetch: int, seed: int):
+        return make_loader(g, train, args, prefetch, seed, num_workers=workers, caches=caches)
+
+    run_loader(loader_for(0, args.seed), 2, step)  # warm-up
+    # Paired runs (same batches, back to back) so that drifts in machine load cancel in the differences.
+    loader_alone, without, with_prefetch, waits, hidden = [], [], [], [], []
+    for repeat in range(args.overlap_repeats):
+        seed = args.seed + 100 + repeat
+        alone_s = run_loader(loader_for(0, seed), batches)[0]
+        without_s = run_loader(loader_for(0, seed), batches, step)[0]
+        with_s, _, waited = run_loader(loader_for(args.prefetch, seed), batches, step)
+        loader_alone.append(alone_s)
+        without.append(without_s)
+        with_prefetch.append(with_s)
+        waits.append(waited)
+        hidden.append((without_s - with_s) / alone_s)
+    hidden_median = statistics.median(hidden)
+    return {
+        "model": f"GraphSAGE(in={g.ndata['feat'].shape[1]}, hidden={args.hidden}, out={num_classes}), Adam",
+        "batches_per_epoch": batches,
+        "repeats": args.overlap_repeats,
+        "loader_alone_s": round(statistics.median(loader_alone), 3),
+        "epoch_without_prefetch_s": round(statistics.median(without), 3),
+        "epoch_with_prefetch_s": round(statistics.median(with_prefetch), 3),
+        "speedup": round(statistics.median(w / p for w, p in zip(without, with_prefetch, strict=True)), 3),
+        "hidden_fraction_of_loader_time": round(hidden_median, 3),
+        "hidden_fraction_per_repeat": [round(h, 3) for h in hidden],
+        "loader_wait_with_prefetch_s": round(statistics.median(waits), 3),
+        "target_hidden_fraction": HIDDEN_TARGET,
+        "meets_target": bool(hidden_median >= HIDDEN_TARGET),
+    }
+
+
+def cached(g, train, args) -> dict:
+    """The two-layer pipeline and the overlap with a RemoteFeatureCache of ``--cache-fraction``."""
+    from graphstore.client.dataloader import RemoteFeatureCache
+
+    start = time.perf_counter()
+    cache = RemoteFeatureCache(g, "feat", args.cache_fraction)
+    build_s = time.perf_counter() - start
+    caches = {"feat": cache}
+    result = {
+        "fraction_of_remote_nodes": args.cache_fraction,
+        "cached_rows": int(cache.node_ids.size),
+        "cache_mb": round(cache.nbytes / 1e6, 1),
+        "build_s": round(build_s, 2),
+        "two_layer": two_layer(g, train, args, caches),
+    }
+    result["hit_rate"] = round(cache.hit_rate, 3)
+    result["overlap"] = overlap(g, train, args, caches)
+    return result
+
+
+def bench_graph(label: str, npz: str, args) -> dict:
+    import torch
+
+    from graphstore.client.api import exit_client, initialize
+    from graphstore.client.dist_graph import DistGraph
+
+    workdir = Path(args.workdir)
+    name = f"anchor{label}"
+    start = time.perf_counter()
+    config = ensure_partitions(ensure_graph(npz, GRAPH_SIZES[label]), name, workdir)
+    prepare_s = time.perf_counter() - start
+    with Servers(config, workdir / "logs" / label) as servers:
+        cluster = {
+            "servers": [
+                {"host": a.rsplit(":", 1)[0], "port": int(a.rsplit(":", 1)[1]), "part_id": p}
+                for p, a in enumerate(servers.addresses)
+            ],
+            "part_config": config,
+            "local_read": "on",
+            "local_part_id": 0,
+            "rpc": {"chunk_bytes": int(args.chunk_mb * 1024 * 1024)},
+        }
+        ctx = initialize(cluster)
+        try:
+            g = DistGraph(name)
+            rng = np.random.default_rng(args.seed)
+            mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].numpy().astype(bool)
+            train = torch.from_numpy(np.flatnonzero(mask))
+            result = {
+                "graph": label,
+                "num_nodes": g.num_nodes(),
+                "num_edges": g.num_edges(),
+                "train_nodes": int(train.shape[0]),
+                "colocated_partition": ctx.local_part_id,
+                "prepare_s": round(prepare_s, 1),
+                "one_hop": one_hop(g, rng, args.one_hop_repeats),
+                "two_layer": two_layer(g, train, args),
+                "overlap": overlap(g, train, args),
+            }
+            if args.cache_fraction > 0:
+                result["with_remote_feature_cache"] = cached(g, train, args)
+        finally:
+            exit_client()
+    if label == "200k":
+        result["vs_dgl"] = {
+            "one_hop_ratio_vs_dgl_best": round(
+                result["one_hop"]["seeds_per_s"] / DGL_REFERENCE["one_hop_seeds_per_s"][1], 3
+            ),
+            "two_layer_ratio_vs_dgl_best": round(
+                result["two_layer"]["prefetch_batches_per_s"] / DGL_REFERENCE["two_layer_batches_per_s"][1], 3
+            ),
+            "two_layer_sequential_ratio_vs_dgl_best": round(
+                result["two_layer"]["sequential_batches_per_s"] / DGL_REFERENCE["two_layer_batches_per_s"][1],
+                3,
+            ),
+        }
+    return result
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    import torch
+
+    if args.torch_threads > 0:
+        torch.set_num_threads(args.torch_threads)
+    paths = {"200k": args.graph_200k, "1m": args.graph_1m}
+    labels = [s.strip() for s in args.graphs.split(",") if s.strip()]
+    for label in labels:
+        if label not in GRAPH_SIZES:
+            raise SystemExit(f"--graphs: unknown graph {label!r}; choose from {sorted(GRAPH_SIZES)}")
+    report = {
+        "benchmark": "loader",
+        "setting": {
+            "partitions": 2,
+            "servers": 2,
+            "client": "one process, co-located with partition 0 (local_read: on)",
+            "cpu_count": os.cpu_count(),
+            "torch_threads_default": torch.get_num_threads(),
+            "chunk_mb": args.chunk_mb,
+        },
+        "dgl_reference_200k": DGL_REFERENCE,
+        "results": [bench_graph(label, paths[label], args) for label in labels],
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    return report
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Mini-batch samplers: multi-layer neighbor sampling into blocks, and uniform negative sampling.
+
+:class:`NeighborSampler` builds one block per GNN layer, from the output (seed) nodes back to the
+input nodes, as DGL's ``dgl.dataloading.NeighborSampler`` does: ``fanouts[i]`` is the fanout of
+layer ``i`` counted from the input, so ``[25, 10]`` samples 10 neighbors of each seed and then 25
+neighbors of each of those.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from graphstore.client.block import Block, as_id_array, to_block
+from graphstore.client.constants import NID
+from graphstore.client.sampling import EDGE_DIRS, graph_context, sample_neighbors
+
+
+class NeighborSampler:
+    """Sample a multi-layer message-flow graph (one :class:`Block` per layer) around seed nodes.
+
+    Args:
+        fanouts: neighbors per node for each layer, input layer first; -1 takes every neighbor.
+        edge_dir: ``'in'`` (messages flow along in-edges, the usual case) or ``'out'``.
+        prob: name of an edge feature holding non-negative sampling weights.
+        replace: sample with replacement.
+        output_device: device the blocks are moved to (default: stay on CPU).
+        seed: makes every sample a function of ``seed`` and the batch's seed nodes (same blocks in
+            standalone and distributed mode, whichever loader thread draws them); None: fresh randomness.
+
+    Raises:
+        ValueError: an empty ``fanouts``, a fanout below -1, or a bad ``edge_dir``.
+    """
+
+    def __init__(
+        self,
+        fanouts: Sequence[int],
+        edge_dir: str = "in",
+        prob: str | None = None,
+        replace: bool = False,
+        output_device=None,
+        seed: int | None = None,
+    ):
+        fanouts = [int(f) for f in fanouts]
+        if not fanouts:
+            raise ValueError("fanouts must name at least one layer, got []")
+        if any(f < -1 for f in fanouts):
+            raise ValueError(f"every fanout must be -1 or >= 0, got {fanouts}")
+        if edge_dir not in EDGE_DIRS:
+            raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+        self.fanouts = fanouts
+        self.edge_dir = edge_dir
+        self.prob = prob
+        self.replace = replace
+        self.output_device = output_device
+        self.seed = seed
+
+    def _layer_seeds(self, output_nodes: torch.Tensor) -> list[int | None]:
+        """The random seed of each layer's sampling call (output layer first), or None each."""
+        if self.seed is None:
+            return [None] * len(self.fanouts)
+        batch_key = zlib.crc32(output_nodes.numpy().tobytes())
+        states = np.random.SeedSequence([int(self.seed), batch_key]).generate_state(
+            len(self.fanouts), np.uint64
+        )
+        return [int(state >> np.uint64(1)) for state in states]
+
+    @property
+    def num_layers(self) -> int:
+        """Number of blocks each sample has."""
+        return len(self.fanouts)
+
+    def sample_blocks(
+        self, g, seed_nodes, exclude_eids=None
+    ) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
+        """Sample the blocks of one mini-batch.
+
+        Args:
+            g: the DistGraph.
+            seed_nodes: the output nodes (unique global IDs).
+            exclude_eids: global edge IDs never to sample (e.g. the batch's own edges in link
+                prediction).
+
+        Returns:
+            ``(input_nodes, output_nodes, blocks)``: global IDs of the first block's source nodes and
+            the last block's destination nodes, and the blocks, input layer first.
+
+        Raises:
+            ValueError: repeated seed nodes.
+        """
+        output_nodes = torch.from_numpy(as_id_array(seed_nodes, "seed_nodes").copy())
+        seeds = output_nodes
+        blocks: list[Block] = []
+        for fanout, random_seed in zip(reversed(self.fanouts), self._layer_seeds(output_nodes), strict=True):
+            frontier = sample_neighbors(
+                g,
+                seeds,
+                fanout,
+                edge_dir=self.edge_dir,
+                prob=self.prob,
+                exclude_edges=exclude_eids,
+                replace=self.replace,
+                random_seed=random_seed,
+            )
+            if self.edge_dir == "out":
+                # Messages flow towards the seeds: reverse the out-edges.
+                frontier = type(frontier)(
+                    frontier._dst_np, frontier._src_np, frontier._eid_np, frontier.num_nodes()
+                )
+            block = to_block(frontier, seeds)
+            seeds = block.srcdata[NID]
+            blocks.insert(0, block)
+        if self.output_device is not None:
+            blocks = [b.to(self.output_device) for b in blocks]
+        return seeds, output_nodes, blocks
+
+    def sample(self, g, seed_nodes, exclude_eids=None):
+        """Alias of :meth:`sample_blocks` (DGL's newer name)."""
+        return self.sample_blocks(g, seed_nodes, exclude_eids)
+
+    def __repr__(self) -> str:
+        return f"NeighborSampler(fanouts={self.fanouts}, edge_dir={self.edge_dir!r}, replace={self.replace})"
+
+
+MultiLayerNeighborSampler = NeighborSampler
+
+
+class MultiLayerFullNeighborSampler(NeighborSampler):
+    """Every neighbor at every layer: ``NeighborSampler([-1] * num_layers)``."""
+
+    def __init__(self, num_layers: int, edge_dir: str = "in", output_device=None):
+        if int(num_layers) < 1:
+            raise ValueError(f"num_layers must be at least 1, got {num_layers}")
+        super().__init__([-1] * int(num_layers), edge_dir=edge_dir, output_device=output_device)
+
+
+class Uniform:
+    """Uniform negative sampler: for each positive edge ``(u, v)``, ``k`` pairs ``(u, v')`` with ``v'``
+    drawn uniformly from every node of the graph (DGL's ``negative_sampler.Uniform``).
+
+    Args:
+        k: negatives per positive edge.
+        seed: seed of the sampler's own random generator (``None``: fresh entropy).
+
+    Raises:
+        ValueError: ``k < 1``.
+    """
+
+    def __init__(self, k: int, seed: int | None = None):
+        if int(k) < 1:
+            raise ValueError(f"k must be at least 1, got {k}")
+        self.k = int(k)
+        self._seed_sequence = np.random.SeedSequence(seed)
+
+    def _generator(self) -> np.random.Generator:
+        # One child stream per call: safe from several loader threads at once, and reproducible.
+        return np.random.default_rng(self._seed_sequence.spawn(1)[0])
+
+    def from_sources(self, src, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Negative pairs for positive edges whose sources are ``src``.
+
+        Returns:
+            ``(neg_src, neg_dst)`` of length ``k * len(src)``: each source repeated ``k`` times in a row.
+        """
+        sources = as_id_array(src, "src")
+        neg_src = np.repeat(sources, self.k)
+        neg_dst = self._generator().integers(0, int(num_nodes), size=neg_src.size, dtype=np.int64)
+        return torch.from_numpy(neg_src), torch.from_numpy(neg_dst)
+
+    def __call__(self, g, eids) -> tuple[torch.Tensor, torch.Tensor]:
+        """Negative pairs for the edges ``eids`` of ``g`` (looked up with ``find_edges``)."""
+        from graphstore.client.sampling import find_edges
+
+        src, _ = find_edges(g, eids)
+        return self.from_sources(src, int(graph_context(g).book.num_nodes()))
