@@ -5,6 +5,7 @@ threads while the model trains on the current batch.
 - :class:`DistNodeDataLoader`: node classification: ``(input_nodes, output_nodes, blocks)`` with
   the input features on ``blocks[0].srcdata`` and the labels on ``blocks[-1].dstdata``.
 - :class:`DistEdgeDataLoader`: link prediction: ``(input_nodes, pair_graph, [neg_pair_graph,] blocks)``.
+- :class:`RemoteFeatureCache`: an opt-in in-memory copy of the most-sampled remote nodes' features.
 
 Every loader yields the same number of batches on every trainer rank (DDP would hang otherwise):
 the ranks agree on the largest batch count (an all-reduce over ``torch.distributed`` when it is

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from graphstore.errors import ConfigError
+from graphstore.rpc import RpcPolicy
 
 DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
 LOCAL_READ_MODES = ("auto", "on", "off")
@@ -91,35 +92,6 @@ class ServerSpec:
     def address(self) -> str:
         """``host:port`` as clients dial it (IPv6 literals bracketed)."""
         return format_address(self.host, self.port)
-
-
-@dataclass(frozen=True)
-class RpcSettings:
-    """Deadlines and retry policy of calls to the servers (see :class:`graphstore.client.types.RpcPolicy`)."""
-
-    deadline_s: float = 30.0
-    connect_timeout_s: float = 60.0
-    max_retries: int = 5
-    backoff_initial_s: float = 0.1
-    backoff_max_s: float = 5.0
-    backoff_multiplier: float = 2.0
-    max_message_bytes: int = 256 * 1024 * 1024
-    chunk_bytes: int = 32 * 1024 * 1024
-
-    def to_policy(self):
-        """The client-side :class:`~graphstore.client.types.RpcPolicy` with these values."""
-        from graphstore.client.types import RpcPolicy
-
-        return RpcPolicy(
-            deadline_s=self.deadline_s,
-            connect_timeout_s=self.connect_timeout_s,
-            max_retries=self.max_retries,
-            backoff_initial_s=self.backoff_initial_s,
-            backoff_max_s=self.backoff_max_s,
-            backoff_multiplier=self.backoff_multiplier,
-            max_message_bytes=self.max_message_bytes,
-            chunk_bytes=self.chunk_bytes,
-        )
 
 
 @dataclass(frozen=True)
@@ -198,7 +170,7 @@ class ClusterConfig:
     remote_exec: str = DEFAULT_REMOTE_EXEC
     remote_python: str | None = None
     server_args: tuple[str, ...] = ()
-    rpc: RpcSettings = field(default_factory=RpcSettings)
+    rpc: RpcPolicy = field(default_factory=RpcPolicy)
     local_read: str = "auto"
     local_part_id: int | None = None
     restart: str = "no"
@@ -495,13 +467,13 @@ def _read_servers(reader: _FieldReader, data: Mapping) -> tuple[ServerSpec, ...]
     return tuple(sorted(servers, key=lambda server: server.part_id))
 
 
-def _read_rpc(reader: _FieldReader, data: Mapping) -> RpcSettings:
+def _read_rpc(reader: _FieldReader, data: Mapping) -> RpcPolicy:
     section = reader.section(data, "rpc")
-    defaults = RpcSettings()
+    defaults = RpcPolicy()
     if section is None:
         return defaults
-    reader.reject_unknown(section, tuple(f.name for f in dataclasses.fields(RpcSettings)), "rpc.")
-    rpc = RpcSettings(
+    reader.reject_unknown(section, tuple(f.name for f in dataclasses.fields(RpcPolicy)), "rpc.")
+    rpc = RpcPolicy(
         deadline_s=reader.positive(section, "deadline_s", defaults.deadline_s, prefix="rpc."),
         connect_timeout_s=reader.positive(
             section, "connect_timeout_s", defaults.connect_timeout_s, prefix="rpc."

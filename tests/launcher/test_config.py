@@ -7,6 +7,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from graphstore.errors import ConfigError
 from graphstore.launcher.config import (
     DEFAULT_REMOTE_EXEC,
@@ -89,7 +90,7 @@ def test_full_config_and_relative_paths(tmp_path):
     assert config.checkpoint.path == str((tmp_path / "ckpt").resolve()) and config.checkpoint.every_s == 60
     assert config.tls.cert == str((tmp_path / "certs/server.crt").resolve())
     assert config.server_args == ("--writable-features",)
-    policy = config.rpc.to_policy()
+    policy = config.rpc
     assert policy.deadline_s == 5 and policy.max_retries == 2 and policy.connect_timeout_s == 20
 
 
