@@ -160,16 +160,89 @@ def flatten_numbers(obj, prefix: str = "") -> list[tuple[str, float]]:
     return out
 
 
-def headline_figures(result) -> list[tuple[str, float]]:
-    """The numbers to plot for one benchmark (see the module docstring)."""
+# Per benchmark: the panel's unit and the (label, JSON path) pairs it shows, ours beside the reference
+# or target figure, so each panel compares numbers of one unit.
+PANELS = {
+    "server": (
+        "MB/s",
+        [
+            ("pull 10k rows, 200k graph", "graphs[0].pull_10000.pull_MBps"),
+            ("raw-bytes gRPC baseline, 200k", "graphs[0].pull_10000.raw_baseline_MBps"),
+            ("pull 10k rows, 1M graph", "graphs[1].pull_10000.pull_MBps"),
+            ("raw-bytes gRPC baseline, 1M", "graphs[1].pull_10000.raw_baseline_MBps"),
+            ("DGL 2.1 remote pull (reference)", None, 660.0),
+        ],
+    ),
+    "client": (
+        "MB/s",
+        [
+            ("DistTensor read, 2 servers concurrent", "mb_per_s.concurrent"),
+            ("same, one server after the other", "mb_per_s.sequential"),
+            ("raw-bytes gRPC baseline", "mb_per_s.raw_1_server"),
+            ("co-located partition 0 + remote 1", "mb_per_s.colocated_mixed"),
+            ("co-located DGL client (reference)", None, 900.0),
+        ],
+    ),
+    "partition": (
+        "seconds, 1M nodes into 4 parts",
+        [
+            ("METIS, end to end", "results[0].metis.end_to_end_s"),
+            ("METIS + train/in-degree balance", "results[0].metis_balanced.end_to_end_s"),
+            ("random", "results[0].random.end_to_end_s"),
+            ("DGL 2.1 partition_graph (reference)", None, 41.0),
+        ],
+    ),
+    "loader": (
+        "batches/s, 2-layer [25,10], batch 1024, 200k graph",
+        [
+            ("sequential", "results[0].two_layer.sequential_batches_per_s"),
+            ("prefetch", "results[0].two_layer.prefetch_batches_per_s"),
+            ("DGL 2.1 (reference, best)", None, 10.8),
+        ],
+    ),
+    "optim": (
+        "steps/s, 1024 ids x dim 64, 200k rows",
+        [
+            ("SparseAdagrad, 1 trainer", "results[0].steps_per_s"),
+            ("SparseAdagrad, 1 trainer, no process group", "results[1].steps_per_s"),
+            ("SparseAdagrad, 2 trainers (each)", "results[2].steps_per_s"),
+            ("DGL 2.1, 1 trainer (reference, best)", None, 37.0),
+        ],
+    ),
+    "e2e": (
+        "test accuracy, Cora, mean of 3 seeds",
+        [
+            ("2 servers + 2 trainers", "figures.cora_distributed_test_acc_mean"),
+            ("standalone", "figures.cora_standalone_test_acc_mean"),
+        ],
+    ),
+}
+
+
+def headline_figures(result, name: str = "") -> tuple[str, list[tuple[str, float]]]:
+    """The unit and the (label, value) pairs to plot for one benchmark.
+
+    Benchmarks named in :data:`PANELS` show their chosen figures; any other shows its ``figures`` /
+    ``summary`` section, or else the numbers whose key looks like a rate or a time.
+    """
+    numbers = dict(flatten_numbers(result))
+    if name in PANELS:
+        unit, rows = PANELS[name]
+        chosen = []
+        for label, path, *fixed in rows:
+            value = fixed[0] if path is None else numbers.get(path)
+            if value is not None:
+                chosen.append((label, value))
+        if any(path is not None and path in numbers for _, path, *_ in rows):
+            return unit, chosen
     if isinstance(result, dict):
         for key in ("figures", "summary"):
             if isinstance(result.get(key), dict):
-                numbers = flatten_numbers(result[key])
-                if numbers:
-                    return numbers[:MAX_BARS]
-    numbers = [(k, v) for k, v in flatten_numbers(result) if HEADLINE.search(k.rsplit(".", 1)[-1])]
-    return numbers[:MAX_BARS]
+                found = flatten_numbers(result[key])
+                if found:
+                    return "", found[:MAX_BARS]
+    found = [(k, v) for k, v in numbers.items() if HEADLINE.search(k.rsplit(".", 1)[-1])]
+    return "", found[:MAX_BARS]
 
 
 def plot(results: dict, path: Path) -> None:
@@ -179,20 +252,22 @@ def plot(results: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(name, headline_figures(entry["result"])) for name, entry in results["benchmarks"].items()]
-    panels = [(name, figures) for name, figures in panels if figures] or [("no results", [])]
+    benchmarks = results["benchmarks"]
+    panels = [(name, *headline_figures(entry["result"], name)) for name, entry in benchmarks.items()]
+    panels = [panel for panel in panels if panel[2]] or [("no results", "", [])]
     fig, axes = plt.subplots(
-        len(panels), 1, figsize=(11, 1.2 + 0.36 * sum(max(3, len(f)) for _, f in panels))
+        len(panels), 1, figsize=(11, 1.6 + 0.42 * sum(max(3, len(f)) for _, _, f in panels))
     )
     axes = [axes] if len(panels) == 1 else list(axes)
-    for ax, (name, figures) in zip(axes, panels, strict=True):
-        ax.set_title(name, loc="left", fontsize=11, fontweight="bold")
+    for ax, (name, unit, figures) in zip(axes, panels, strict=True):
+        ax.set_title(f"{name}: {unit}" if unit else name, loc="left", fontsize=11, fontweight="bold")
         if not figures:
             ax.axis("off")
             continue
         labels = [label if len(label) <= 60 else "…" + label[-59:] for label, _ in figures]
         values = [value for _, value in figures]
-        bars = ax.barh(range(len(values)), values, color="#4C72B0")
+        colors = ["#999999" if "reference" in label else "#4C72B0" for label in labels]
+        bars = ax.barh(range(len(values)), values, color=colors)
         ax.set_yticks(range(len(values)), labels, fontsize=8)
         ax.invert_yaxis()
         positive = [v for v in values if v > 0]
@@ -204,7 +279,8 @@ def plot(results: dict, path: Path) -> None:
             )
     meta = results["meta"]
     fig.suptitle(
-        f"graphstore benchmarks, {meta['date']} ({meta.get('cpu_count')} CPUs, {meta.get('processor')})"
+        f"graphstore benchmarks, {meta['date']} ({meta.get('cpu_count')} CPUs, {meta.get('processor')})",
+        y=0.998,
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
