@@ -219,6 +219,7 @@ def cycling(fn, sets: list[np.ndarray]):
 
 def run(args) -> dict:
     import torch
+
     from graphstore.client import api
     from graphstore.client.dist_graph import DistGraph
     from graphstore.server.malloc import raise_malloc_thresholds

@@ -125,6 +125,7 @@ def trainer(rank, world_size, init_file, cluster, job, results) -> None:
 def run_job(rank, world_size, cluster, job) -> dict:
     import torch
     import torch.distributed as dist
+
     from graphstore.client.api import exit_client, initialize
     from graphstore.client.dist_embedding import DistEmbedding
     from graphstore.client.optim import SparseAdagrad, SparseAdam, StepTimings

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+
 from graphstore.client.context import get_context
 
 

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.routing import normalize_index
 from graphstore.server.types import InitSpec

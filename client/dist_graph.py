@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 import torch
+
 from graphstore.client.constants import (
     ANONYMOUS_PREFIX,
     CONFIG_ENV,

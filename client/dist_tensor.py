@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
+
 from graphstore import dtypes
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
@@ -262,7 +263,21 @@ class DistTensor:
 
         def fetch(target, positions: np.ndarray, part_ids: np.ndarray) -> None:
             # Scattering in the worker overlaps it with the other partitions' transfers.
-            out[positions] = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
+            runs = contiguous_runs(positions)
+            if len(runs) > _MAX_RUNS:
+                out[positions] = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
+                return
+            # The partition's rows fill a few runs of the answer (a loader's input nodes are the seeds,
+            # then the other sources, each sorted): gather straight into them, or copy slices.
+            if isinstance(target, _InProcess):
+                for start, stop in runs:
+                    first = int(positions[start])
+                    target.pull_into(self._name, part_ids[start:stop], out[first : first + stop - start])
+                return
+            rows = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
+            for start, stop in runs:
+                first = int(positions[start])
+                out[first : first + stop - start] = rows[start:stop]
 
         # run_parallel runs the first call in this thread after starting the others: local gathers first.
         targets.sort(key=lambda item: not isinstance(item[0], _InProcess))
@@ -392,6 +407,21 @@ class DistTensor:
         return self._ctx.delete_everywhere(self._name)
 
 
+# Above this many runs a fancy-index scatter beats slice copies.
+_MAX_RUNS = 16
+
+
+def contiguous_runs(positions: np.ndarray) -> list[tuple[int, int]]:
+    """``[start, stop)`` spans of ``positions`` (ascending) whose values are consecutive integers.
+
+    >>> contiguous_runs(np.array([0, 1, 2, 7, 8]))
+    [(0, 3), (3, 5)]
+    """
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    bounds = [0, *breaks.tolist(), positions.size]
+    return list(zip(bounds[:-1], bounds[1:], strict=True))
+
+
 class _InProcess:
     """Marks a partition read in this process (sorted first so it runs while the RPCs are in flight)."""
 
@@ -402,6 +432,9 @@ class _InProcess:
 
     def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
         return self.partition.pull(name, ids)
+
+    def pull_into(self, name: str, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
+        return self.partition.pull_into(name, ids, out)
 
 
 def _release(ctx: ClientContext, name: str) -> None:

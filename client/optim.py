@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 import torch.distributed as dist
+
 from graphstore.server.types import OptimizerConfig
 
 # The status a trainer sends beside its sizes: every trainer learns whether any trainer failed

@@ -19,6 +19,7 @@ ranks only, never over IDs.
 from __future__ import annotations
 
 import numpy as np
+
 from graphstore.client.constants import DEFAULT_ETYPE, DEFAULT_NTYPE
 from graphstore.client.routing import partition_of
 
@@ -192,6 +193,7 @@ def edge_split(
 
 def _split(items, book, policy, type_name, default_type, rank, force_even, world_size):
     import torch
+
     from graphstore.client import context as context_module
 
     if type_name not in (None, default_type, policy, f"{policy}:{default_type}"):

@@ -41,7 +41,9 @@ def generate(out_dir: Path) -> None:
         raise RuntimeError(f"protoc failed on {PROTO_DIR / PROTO}")
     grpc_stub = out_dir / "graphstore_pb2_grpc.py"
     text = grpc_stub.read_text()
-    text = text.replace("import graphstore_pb2 as graphstore__pb2", "from . import graphstore_pb2 as graphstore__pb2")
+    text = text.replace(
+        "import graphstore_pb2 as graphstore__pb2", "from . import graphstore_pb2 as graphstore__pb2"
+    )
     grpc_stub.write_text(text)
 
 
@@ -55,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         generate(Path(tmp))
-        stale = [name for name in OUTPUTS if not filecmp.cmp(Path(tmp) / name, PROTO_DIR / name, shallow=False)]
+        stale = [
+            name for name in OUTPUTS if not filecmp.cmp(Path(tmp) / name, PROTO_DIR / name, shallow=False)
+        ]
     if stale:
         print(f"stale generated stubs: {stale}; run `make proto`", file=sys.stderr)
         return 1

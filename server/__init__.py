@@ -1,1 +1,1 @@
-"""One partition server: storage, sampling, sparse optimizer state, barriers, checkpoints, the gRPC servicer."""
+"""One partition server: storage, sampling, optimizer state, barriers, checkpoints, the gRPC servicer."""

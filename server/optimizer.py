@@ -23,6 +23,7 @@ import threading
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from graphstore.server.types import OPTIMIZERS, OptimizerConfig
 
 # The state arrays each kind keeps; the names are what checkpoints store.

@@ -139,7 +139,7 @@ class PartitionAPI(Protocol):
         init: InitSpec = InitSpec(),
         owner: str = "",
     ) -> tuple[bool, TensorScheme]:
-        """Create ``name`` (returns ``(True, scheme)``) or attach to an identical one (``(False, scheme)``)."""
+        """Create ``name`` (returns ``(True, scheme)``) or attach to an identical one ``(False, scheme)``."""
 
     def delete_tensor(self, name: str) -> bool: ...
 

@@ -244,6 +244,7 @@ def train_embeddings(rank, world_size, *, names, init, orig_nid, steps, seed, di
         ``(embs, opts)`` by kind.
     """
     import torch.distributed as dist
+
     from graphstore.client.dist_embedding import DistEmbedding
 
     num_rows = len(orig_nid)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
+
 from graphstore.client import checkpoint
 from graphstore.client.api import exit_client
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.optim import SparseAdagrad, SparseAdam
-
 from tests.client.optim_helpers import (
     KINDS,
     cluster_config,

@@ -7,12 +7,12 @@ import time
 
 import numpy as np
 import pytest
+
 from graphstore.client import api
 from graphstore.client.config import ClientConfig, ServerAddress, load_client_config
 from graphstore.client.context import ClientContext, current_context, get_context, trainer_rank_and_world
 from graphstore.client.types import RpcPolicy
 from graphstore.errors import ConfigError, ServerUnavailableError
-
 from tests.utils.graphs import make_partitioned_graph
 
 # ----- config parsing (no servers) ----------------------------------------------------------------

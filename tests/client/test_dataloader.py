@@ -360,7 +360,7 @@ def test_remote_feature_cache_serves_the_same_rows(standalone, monkeypatch, dens
     np.testing.assert_array_equal(cache.read(torch.from_numpy(ids)).numpy(), new["feat"][ids])
     assert 0 < cache.hit_rate < 1
     loader = DistNodeDataLoader(
-        g, torch.arange(300), NeighborSampler([5, 5]), batch_size=100, cache_remote_features=0.5
+        g, torch.arange(300), NeighborSampler([5, 5], seed=0), batch_size=100, cache_remote_features=0.5
     )
     for input_nodes, _, blocks in loader:
         np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), new["feat"][input_nodes.numpy()])

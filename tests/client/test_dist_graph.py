@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+
 from graphstore.client import api
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.split import node_split
 from graphstore.partition import PartitionPolicy, RangePartitionBook
-
 from tests.client import test_dist_tensor as shared
 from tests.client.test_dist_tensor import GRAPH_NAME, NUM_NODES, unique_name
 
@@ -135,7 +135,6 @@ def test_standalone_needs_part_config_or_initialize(monkeypatch):
 
 def test_local_read_modes_when_files_are_not_readable(graph_files, cluster, tmp_path):
     from graphstore.errors import ConfigError
-
     from tests.client.test_dist_tensor import cluster_config
 
     api.exit_client()

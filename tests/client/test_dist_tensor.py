@@ -20,12 +20,12 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+
 from graphstore.client import api
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.server.types import InitSpec
-
 from tests.utils.cluster import start_servers
 from tests.utils.graphs import REPO_ROOT, make_partitioned_graph, relabeled
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 import torch.distributed as dist
+
 from graphstore.client.optim import (
     exchange_rows,
     exchange_sizes,
@@ -21,7 +22,6 @@ from graphstore.client.optim import (
     trainer_assignment,
     unpack_rows,
 )
-
 from tests.client.optim_helpers import run_trainers, stop_forkserver
 
 
@@ -171,7 +171,6 @@ from graphstore.client.api import exit_client  # noqa: E402
 from graphstore.client.dist_embedding import DistEmbedding  # noqa: E402
 from graphstore.client.dist_graph import DistGraph  # noqa: E402
 from graphstore.client.optim import SparseAdagrad, SparseAdam  # noqa: E402
-
 from tests.client.optim_helpers import KINDS, DenseReference, record_and_backward, step_workload  # noqa: E402
 from tests.utils.graphs import make_partitioned_graph  # noqa: E402
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from graphstore.client.routing import (
     assemble,
     last_occurrence,
@@ -12,8 +15,6 @@ from graphstore.client.routing import (
     partition_of,
     split_by_partition,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 NUM_ROWS = 50
 
@@ -140,3 +141,17 @@ def test_assemble_permuted_single_piece():
     rows = np.array([[10.0], [20.0], [30.0]], dtype=np.float32)
     out = assemble(3, (1,), rows.dtype, [(np.array([0, 2, 1]), rows)])
     np.testing.assert_array_equal(out[:, 0], [10.0, 30.0, 20.0])
+
+
+def test_contiguous_runs_split_ascending_positions_at_gaps():
+    from graphstore.client.dist_tensor import contiguous_runs
+
+    positions = np.array([0, 1, 2, 7, 8, 10], dtype=np.int64)
+    runs = contiguous_runs(positions)
+    assert runs == [(0, 3), (3, 5), (5, 6)]
+    # The runs cover every position once, each run a block of consecutive values.
+    covered = np.concatenate([positions[a:b] for a, b in runs])
+    assert np.array_equal(covered, positions)
+    for a, b in runs:
+        assert np.array_equal(positions[a:b], np.arange(positions[a], positions[a] + b - a))
+    assert contiguous_runs(np.array([5], dtype=np.int64)) == [(0, 1)]

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 import yaml
+
 from graphstore.errors import ConfigError
 from graphstore.launcher.commands.launch import is_local_host, remote_argv
-
 from tests.launcher.helpers import (
     TRAINER_SCRIPT,
     free_ports,

@@ -9,8 +9,8 @@ import sys
 import threading
 
 import pytest
-from graphstore.launcher.supervisor import ProcessSpec, Supervisor, exit_code_of
 
+from graphstore.launcher.supervisor import ProcessSpec, Supervisor, exit_code_of
 from tests.launcher.helpers import kill_pids, pid_alive, read_pid_files, wait_for_pid_files, wait_gone
 
 PY = sys.executable

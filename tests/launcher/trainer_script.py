@@ -38,6 +38,7 @@ def train(args: argparse.Namespace, rank: int, world_size: int) -> dict:
     import numpy as np
     import torch
     import torch.distributed as dist
+
     from graphstore.client.api import exit_client, initialize
     from graphstore.client.dist_graph import DistGraph
     from graphstore.client.dist_tensor import DistTensor

@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 import torch
+
 from graphstore.server.optimizer import STATE_NAMES, SparseOptimizerState
 from graphstore.server.types import OptimizerConfig
 
