@@ -694,21 +694,31 @@ def run(config: TrainConfig) -> dict:
             torch.save(_inner(model).state_dict(), save_path)
             results["model_path"] = os.path.abspath(save_path)
             print(f"model saved to {save_path}", flush=True)
-        if config.metrics_json:
-            os.makedirs(os.path.dirname(os.path.abspath(config.metrics_json)), exist_ok=True)
-            with open(config.metrics_json, "w") as handle:
-                json.dump(results, handle, indent=1)
-        if final.get("val") is not None:
-            print(f"validation accuracy: {final['val']:.4f}", flush=True)
-        if final.get("test") is not None:
-            print(f"test accuracy: {final['test']:.4f}", flush=True)
+        report(config, results, final)
+    finish(loader, distributed)
+    return results
+
+
+def report(config, results: dict, final: dict) -> None:
+    """Rank 0's last words: the metrics JSON (if asked for) and the accuracy lines, test last."""
+    if config.metrics_json:
+        os.makedirs(os.path.dirname(os.path.abspath(config.metrics_json)), exist_ok=True)
+        with open(config.metrics_json, "w") as handle:
+            json.dump(results, handle, indent=1)
+    if final.get("val") is not None:
+        print(f"validation accuracy: {final['val']:.4f}", flush=True)
+    if final.get("test") is not None:
+        print(f"test accuracy: {final['test']:.4f}", flush=True)
+
+
+def finish(loader, distributed: bool) -> None:
+    """Stop the loader, wait for every rank, leave the servers and the process group."""
     loader.close()
     if distributed:
         dist.barrier()
     exit_client()
     if distributed:
         dist.destroy_process_group()
-    return results
 
 
 def main(argv: list[str] | None = None) -> int:

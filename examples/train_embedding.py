@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -29,10 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.distributed as dist
 from torch import nn
 
-from graphstore.client import DistEmbedding, exit_client, get_context, node_split
+from graphstore.client import DistEmbedding, get_context, node_split
 from graphstore.client.dataloader import DistNodeDataLoader
 from graphstore.client.optim import SparseAdagrad
 from graphstore.server.types import InitSpec
@@ -212,19 +210,8 @@ def run(config: EmbeddingConfig) -> dict:
         if save_path:
             torch.save(train_dist._inner(model).state_dict(), save_path)
             print(f"dense model saved to {save_path} (the embedding rows stay on the servers)", flush=True)
-        if config.metrics_json:
-            with open(config.metrics_json, "w") as handle:
-                json.dump(results, handle, indent=1)
-        if final.get("val") is not None:
-            print(f"validation accuracy: {final['val']:.4f}", flush=True)
-        if final.get("test") is not None:
-            print(f"test accuracy: {final['test']:.4f}", flush=True)
-    loader.close()
-    if distributed:
-        dist.barrier()
-    exit_client()
-    if distributed:
-        dist.destroy_process_group()
+        train_dist.report(config, results, final)
+    train_dist.finish(loader, distributed)
     return results
 
 
