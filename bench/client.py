@@ -31,9 +31,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
 STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
 TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
 
@@ -75,24 +75,7 @@ def load_server_bench():
 
 
 def ensure_graph(args) -> Path:
-    path = Path(args.graph)
-    if not path.is_file():
-        subprocess.run(
-            [
-                sys.executable,
-                str(ANCHOR_SCRIPT),
-                "--num-nodes",
-                str(args.num_nodes),
-                "--avg-degree",
-                "20",
-                "--feat-dim",
-                "100",
-                "--out",
-                str(path),
-            ],
-            check=True,
-        )
-    return path
+    return make_anchor_graph(args.graph, args.num_nodes)
 
 
 def ensure_partitions(graph_path: Path, args) -> str:

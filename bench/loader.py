@@ -38,9 +38,9 @@ import time
 from pathlib import Path
 
 import numpy as np
+from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
 STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
 GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
 DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}
@@ -100,24 +100,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def ensure_graph(path: str, num_nodes: int) -> str:
     """The anchor graph .npz at ``path``, generated with the shared script when missing."""
-    if not os.path.exists(path):
-        subprocess.run(
-            [
-                sys.executable,
-                str(ANCHOR_SCRIPT),
-                "--num-nodes",
-                str(num_nodes),
-                "--avg-degree",
-                "20",
-                "--feat-dim",
-                "100",
-                "--out",
-                path,
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-    return path
+    return str(make_anchor_graph(path, num_nodes))
 
 
 def ensure_partitions(npz_path: str, name: str, workdir: Path) -> str:

@@ -29,15 +29,14 @@ import json
 import multiprocessing
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
+from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
 DGL_STEPS_PER_S = (30.0, 37.0)
 PHASES = ("gather", "exchange", "merge", "push", "sync")
 
@@ -73,14 +72,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def ensure_graph(path: str, num_nodes: int) -> Path:
-    graph = Path(path)
-    if not graph.is_file():
-        subprocess.run(
-            [sys.executable, str(ANCHOR_SCRIPT), "--num-nodes", str(num_nodes), "--avg-degree", "20",
-             "--feat-dim", "100", "--out", str(graph)],
-            check=True,
-        )  # fmt: skip
-    return graph
+    return make_anchor_graph(path, num_nodes)
 
 
 def ensure_partitions(graph: Path, args, label: str) -> str:

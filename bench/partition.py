@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 
+from anchor import make_anchor_graph
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-ANCHOR_SCRIPT = os.path.join(REPO_ROOT, "..", "shared", "bench", "anchor_graph.py")
 
 # DGL 2.1 partition_graph on the 1M-node anchor graph, 4 parts, this machine (from issue 2).
 REFERENCE_1M_4PARTS = {
@@ -105,26 +106,7 @@ def ensure_graph(args: argparse.Namespace) -> str:
         return args.graph
     os.makedirs(args.cache_dir, exist_ok=True)
     path = os.path.join(args.cache_dir, f"anchor_{args.num_nodes}.npz")
-    if not os.path.isfile(path):
-        if not os.path.isfile(ANCHOR_SCRIPT):
-            raise FileNotFoundError(f"anchor graph script {ANCHOR_SCRIPT!r} not found; pass --graph")
-        print(f"generating {path} ...", file=sys.stderr)
-        subprocess.run(
-            [
-                sys.executable,
-                ANCHOR_SCRIPT,
-                "--num-nodes",
-                str(args.num_nodes),
-                "--avg-degree",
-                "20",
-                "--feat-dim",
-                "100",
-                "--out",
-                path,
-            ],
-            check=True,
-            stdout=sys.stderr,
-        )
+    make_anchor_graph(path, args.num_nodes)
     return path
 
 

@@ -36,9 +36,9 @@ from concurrent import futures
 from pathlib import Path
 
 import numpy as np
+from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ANCHOR_SCRIPT = REPO_ROOT.parent / "shared" / "bench" / "anchor_graph.py"
 _STARTUP_RE = re.compile(r" at (\S+) \(loaded in ([0-9.]+) s\)")
 RAW_SERVICE = "graphstore.bench.Raw"
 
@@ -119,24 +119,7 @@ class RawClient:
 def ensure_partitions(num_nodes: int, work_dir: Path, method: str, graph: str | None) -> str:
     """Generate (if missing) the anchor graph and its 2-way partition; returns the config path."""
     name = f"anchor{num_nodes // 1000}k"
-    npz = Path(graph) if graph else work_dir / f"{name}.npz"
-    if not npz.exists():
-        subprocess.run(
-            [
-                sys.executable,
-                str(ANCHOR_SCRIPT),
-                "--num-nodes",
-                str(num_nodes),
-                "--avg-degree",
-                "20",
-                "--feat-dim",
-                "100",
-                "--out",
-                str(npz),
-            ],
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
+    npz = make_anchor_graph(Path(graph) if graph else work_dir / f"{name}.npz", num_nodes)
     out = work_dir / f"{name}-{method}-2"
     config = out / f"{name}.json"
     if not config.exists():
