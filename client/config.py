@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from graphstore.client.constants import DEFAULT_IP_CONFIG_PORT
-from graphstore.client.types import RpcPolicy
 from graphstore.errors import ConfigError
+from graphstore.rpc import RpcPolicy, TlsSettings
 
 LOCAL_READ_MODES = ("auto", "on", "off")
 
@@ -44,26 +44,6 @@ class ServerAddress:
         """``host:port`` (IPv6 hosts in brackets), as gRPC takes it."""
         host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
         return f"{host}:{self.port}"
-
-
-@dataclass(frozen=True)
-class TlsSettings:
-    """The cluster's TLS settings as a client uses them.
-
-    Attributes:
-        cert, key: the certificate and key; presented to the servers only with ``client_auth``
-            (in a cluster YAML they are the servers' own).
-        ca: the CA bundle that verifies the servers (None: gRPC's default roots).
-        client_auth: the servers require client certificates (mutual TLS): present ``cert`` / ``key``.
-        server_name: the name the server certificates are checked against, when it differs from the
-            host dialled.
-    """
-
-    cert: str | None = None
-    key: str | None = None
-    ca: str | None = None
-    client_auth: bool = False
-    server_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Call policy shared by the client, the launcher and the command-line tools: deadlines, retries, chunking.
+"""Call settings shared by the client, the launcher and the command-line tools: deadlines, retries,
+chunking (:class:`RpcPolicy`) and TLS (:class:`TlsSettings`).
 
 It lives in the root package so the launcher and ``graphstore status --probe`` use it without
 importing the client (and torch).
@@ -32,3 +33,22 @@ class RpcPolicy:
     # 4 MiB chunks of one call travel in parallel: a 22 MB pull took 27 ms in 4 MiB chunks against
     # 45-100 ms as one message (bench/loader.py).
     chunk_bytes: int = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TlsSettings:
+    """TLS files (absolute paths) and options of a cluster (``docs/security.md``).
+
+    Attributes:
+        cert, key: the servers' certificate and key; clients present them only with ``client_auth``.
+        ca: the CA bundle clients verify the servers with (None: gRPC's default roots).
+        client_auth: servers require client certificates signed by ``ca`` (mutual TLS).
+        server_name: the name clients check the certificate against when the address they dial is not
+            in it.
+    """
+
+    cert: str | None = None
+    key: str | None = None
+    ca: str | None = None
+    client_auth: bool = False
+    server_name: str | None = None

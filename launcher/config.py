@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from graphstore.errors import ConfigError
-from graphstore.rpc import RpcPolicy
+from graphstore.rpc import RpcPolicy, TlsSettings
 
 DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
 LOCAL_READ_MODES = ("auto", "on", "off")
@@ -109,26 +109,6 @@ class CheckpointSettings:
     every_s: float | None = None
     every_updates: int | None = None
     keep: int = DEFAULT_CHECKPOINT_KEEP
-
-
-@dataclass(frozen=True)
-class TlsSettings:
-    """TLS files (absolute paths) and options (``docs/security.md``).
-
-    Attributes:
-        cert, key: the servers' certificate and key (together).
-        ca: the CA bundle clients verify the servers with.
-        client_auth: servers require client certificates signed by ``ca``; clients present ``cert`` /
-            ``key``.
-        server_name: the name clients check the certificate against when the address they dial is not
-            in it.
-    """
-
-    cert: str | None = None
-    key: str | None = None
-    ca: str | None = None
-    client_auth: bool = False
-    server_name: str | None = None
 
 
 @dataclass(frozen=True)
