@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,10 @@ import numpy as np
 from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
+sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
+
+from tests.utils.cluster import start_servers  # noqa: E402
+
 TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
 
 
@@ -89,48 +91,6 @@ def ensure_partitions(graph_path: Path, args) -> str:
         str(graph_path), "bench", 2, str(out), part_method=args.part_method, overwrite=True
     )
     return result.config_path
-
-
-def start_servers(config_path: str, log_dir: Path) -> tuple[list[subprocess.Popen], list[str]]:
-    procs, addresses = [], []
-    log_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        for part_id in range(2):
-            log = open(log_dir / f"server-{part_id}.log", "w")  # noqa: SIM115 - closed with the process
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "graphstore.launcher.cli",
-                        "server",
-                        "--part-config",
-                        config_path,
-                        "--part-id",
-                        str(part_id),
-                        "--port",
-                        "0",
-                    ],
-                    stdout=subprocess.PIPE,
-                    stderr=log,
-                    text=True,
-                    cwd=REPO_ROOT,
-                )
-            )
-        for proc in procs:
-            deadline = time.monotonic() + 120
-            while True:
-                line = proc.stdout.readline()
-                match = STARTUP_RE.search(line)
-                if match:
-                    addresses.append(match.group(2))
-                    break
-                if not line and proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server exited or hung before serving; see {log_dir}")
-    except BaseException:
-        stop(procs)
-        raise
-    return procs, addresses
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -211,7 +171,8 @@ def run(args) -> dict:
     torch.set_num_threads(1)
     graph_path = ensure_graph(args)
     config_path = ensure_partitions(graph_path, args)
-    procs, addresses = start_servers(config_path, Path(args.workdir) / "logs")
+    servers = start_servers(config_path, 2, log_dir=Path(args.workdir) / "logs", timeout=120)
+    addresses = servers.addresses
     raw_procs = []
     rng = np.random.default_rng(args.seed)
     try:
@@ -292,7 +253,7 @@ def run(args) -> dict:
     finally:
         api.exit_client()
         stop(raw_procs)
-        stop(procs)
+        servers.stop()
 
     ratios = {
         "a_concurrent_vs_sequential": round(remote["concurrent"] / remote["sequential"], 2),

@@ -30,7 +30,6 @@ import argparse
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -41,11 +40,14 @@ from pathlib import Path
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
+
+from tests.utils.cluster import start_servers  # noqa: E402
+
 KINDS = ("pull", "push_add", "sample", "push_grad")
 MIX = (0.40, 0.25, 0.20, 0.15)
 PULL_ROWS, ADD_ROWS, SAMPLE_SEEDS, FANOUT, GRAD_ROWS, EMB_DIM = 64, 16, 32, 10, 16, 16
 COUNTER, EMBEDDING = "load_adds", "load_emb"
-_STARTUP_RE = re.compile(r"serving partition (\d+) of \S+ at (\S+) \(loaded in")
 
 
 # ----------------------------------------------------------------------------------------------
@@ -159,52 +161,6 @@ def prepare_graph(args: argparse.Namespace, work: Path) -> str:
     return str(config)
 
 
-def start_servers(part_config: str, work: Path) -> tuple[list[subprocess.Popen], list[str]]:
-    """Two ``graphstore server`` processes on free loopback ports; returns ``(procs, addresses)``."""
-    procs, logs = [], []
-    for k in range(2):
-        log = work / f"server-{k}.log"
-        logs.append(log)
-        with open(log, "w") as handle:
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "graphstore.launcher.cli", "--log-level", "WARNING", "server"]
-                    + ["--part-config", part_config, "--part-id", str(k), "--port", "0"],
-                    stdout=handle,
-                    stderr=subprocess.STDOUT,
-                    cwd=REPO_ROOT,
-                    start_new_session=True,
-                )
-            )
-    addresses = []
-    end = time.monotonic() + 120
-    for proc, log in zip(procs, logs, strict=True):
-        while True:
-            match = _STARTUP_RE.search(log.read_text())
-            if match:
-                addresses.append(match.group(2))
-                break
-            if proc.poll() is not None or time.monotonic() > end:
-                stop_servers(procs)
-                raise RuntimeError(f"a server did not start:\n{log.read_text()[-2000:]}")
-            time.sleep(0.05)
-    return procs, addresses
-
-
-def stop_servers(procs: list[subprocess.Popen]) -> None:
-    import signal
-
-    for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-
-
 def percentile(values: list[float], q: float) -> float | None:
     return float(np.percentile(values, q)) if values else None
 
@@ -233,7 +189,8 @@ def parent_main(args: argparse.Namespace) -> dict:
     work_root.mkdir(parents=True, exist_ok=True)
     part_config = prepare_graph(args, work_root)
     run_dir = Path(tempfile.mkdtemp(prefix="load-", dir=work_root))
-    procs, addresses = start_servers(part_config, run_dir)
+    servers = start_servers(part_config, 2, log_dir=run_dir, timeout=120)
+    addresses = servers.addresses
     workers: list[subprocess.Popen] = []
     try:
         remotes = [RemotePartition(a, k) for k, a in enumerate(addresses)]
@@ -303,7 +260,7 @@ def parent_main(args: argparse.Namespace) -> dict:
             if worker.poll() is None:
                 worker.kill()
                 worker.wait(10)
-        stop_servers(procs)
+        servers.stop()
     first = rss[main_phase - 1] if main_phase else rss[0]
     last = rss[-1]
     growth = [

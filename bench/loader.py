@@ -29,10 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import signal
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -41,7 +38,10 @@ import numpy as np
 from anchor import make_anchor_graph
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
+sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
+
+from tests.utils.cluster import start_servers  # noqa: E402
+
 GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
 DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}
 HIDDEN_TARGET = 0.5
@@ -116,67 +116,6 @@ def ensure_partitions(npz_path: str, name: str, workdir: Path) -> str:
     result = partition_graph(npz_path, name, 2, str(out), part_method="metis", overwrite=True)
     stamp.write_text(source)
     return result.config_path
-
-
-class Servers:
-    """Two ``graphstore server`` processes on free loopback ports; stopped by PID on exit."""
-
-    def __init__(self, config: str, log_dir: Path, num_parts: int = 2):
-        self.procs: list[subprocess.Popen] = []
-        self.addresses: list[str] = []
-        log_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            logs = []
-            for part_id in range(num_parts):
-                out_path = log_dir / f"server-{part_id}.out"
-                with open(out_path, "w") as out, open(out_path.with_suffix(".err"), "w") as err:
-                    cmd = [
-                        sys.executable,
-                        "-m",
-                        "graphstore.launcher.cli",
-                        "server",
-                        "--part-config",
-                        config,
-                        "--part-id",
-                        str(part_id),
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        "0",
-                    ]
-                    self.procs.append(subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True))
-                logs.append(out_path)
-            deadline = time.monotonic() + 120
-            for proc, out_path in zip(self.procs, logs, strict=True):
-                while True:
-                    match = STARTUP_RE.search(out_path.read_text())
-                    if match:
-                        self.addresses.append(match.group(2))
-                        break
-                    if proc.poll() is not None or time.monotonic() > deadline:
-                        err = out_path.with_suffix(".err").read_text()[-2000:]
-                        raise RuntimeError(f"server {out_path.stem} did not start: {err}")
-                    time.sleep(0.05)
-        except BaseException:
-            self.stop()
-            raise
-
-    def stop(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
-
-    def __enter__(self) -> Servers:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 # ----- measurements ------------------------------------------------------------------------------------
@@ -364,7 +303,7 @@ def bench_graph(label: str, npz: str, args) -> dict:
     start = time.perf_counter()
     config = ensure_partitions(ensure_graph(npz, GRAPH_SIZES[label]), name, workdir)
     prepare_s = time.perf_counter() - start
-    with Servers(config, workdir / "logs" / label) as servers:
+    with start_servers(config, 2, log_dir=workdir / "logs" / label, timeout=120) as servers:
         cluster = {
             "servers": [
                 {"host": a.rsplit(":", 1)[0], "port": int(a.rsplit(":", 1)[1]), "part_id": p}
