@@ -648,17 +648,9 @@ def run(config: TrainConfig) -> dict:
         loss_sum, correct, seeds, feature_bytes = all_reduce_sum(
             [stats.loss_sum, stats.correct, stats.seeds, stats.feature_bytes], device
         )
-        record = {
-            "epoch": epoch,
-            "loss": loss_sum / max(seeds, 1),
-            "train_acc": correct / max(seeds, 1),
-            "epoch_time_s": epoch_time,
-            "batches": stats.batches,
-            "batches_per_s": stats.batches / epoch_time if epoch_time > 0 else 0.0,
-            "seeds_per_s": seeds / epoch_time if epoch_time > 0 else 0.0,
-            "feature_bytes": int(feature_bytes),
-            "batch_losses_rank0": stats.batch_losses if rank == 0 else None,
-        }
+        record = epoch_record(epoch, stats.batches, loss_sum, correct, seeds, epoch_time)
+        record["feature_bytes"] = int(feature_bytes)
+        record["batch_losses_rank0"] = stats.batch_losses if rank == 0 else None
         last = epoch == config.epochs - 1
         if "val" in eval_masks and config.eval_every and ((epoch + 1) % config.eval_every == 0) and not last:
             val_acc = evaluate(model, g, {"val": eval_masks["val"]}, config, device, f"eval{epoch}")["val"]
@@ -697,6 +689,21 @@ def run(config: TrainConfig) -> dict:
         report(config, results, final)
     finish(loader, distributed)
     return results
+
+
+def epoch_record(
+    epoch: int, batches: int, loss_sum: float, correct: float, seeds: float, epoch_time: float
+) -> dict:
+    """One epoch's log entry from the figures summed (and the time maxed) over every rank."""
+    return {
+        "epoch": epoch,
+        "loss": loss_sum / max(seeds, 1),
+        "train_acc": correct / max(seeds, 1),
+        "epoch_time_s": epoch_time,
+        "batches": batches,
+        "batches_per_s": batches / epoch_time if epoch_time > 0 else 0.0,
+        "seeds_per_s": seeds / epoch_time if epoch_time > 0 else 0.0,
+    }
 
 
 def report(config, results: dict, final: dict) -> None:

@@ -158,15 +158,7 @@ def run(config: EmbeddingConfig) -> dict:
         loss_sum, correct, seeds = train_dist.all_reduce_sum(
             [stats.loss_sum, stats.correct, stats.seeds], device
         )
-        record = {
-            "epoch": epoch,
-            "loss": loss_sum / max(seeds, 1),
-            "train_acc": correct / max(seeds, 1),
-            "epoch_time_s": epoch_time,
-            "batches": stats.batches,
-            "batches_per_s": stats.batches / epoch_time if epoch_time > 0 else 0.0,
-            "seeds_per_s": seeds / epoch_time if epoch_time > 0 else 0.0,
-        }
+        record = train_dist.epoch_record(epoch, stats.batches, loss_sum, correct, seeds, epoch_time)
         last = epoch == config.epochs - 1
         if "val" in eval_masks and config.eval_every and (epoch + 1) % config.eval_every == 0 and not last:
             record["val_acc"] = train_dist.evaluate_sampled(
