@@ -411,8 +411,10 @@ class PartitionServer:
         return self._barriers.wait(name, count, timeout_s, participant)
 
     def close(self) -> None:
-        """Release waiting barrier participants (shutdown); the data stays readable."""
+        """Release waiting barrier participants and stop the gather threads (shutdown); the data stays
+        readable."""
         self._barriers.close()
+        self._store.close()
 
     def _orig_ids(self) -> dict[str, np.ndarray]:
         return {NODE: self._partition.orig_nid, EDGE: self._partition.orig_eid}

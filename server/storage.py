@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstore import dtypes
+from graphstore.server.gather import RowGatherer
 from graphstore.server.types import EDGE, INITIALIZERS, NODE, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
@@ -267,13 +268,25 @@ class TensorStore:
     Args:
         part_id: this partition's index (error messages, per-partition init seeds).
         node_range, edge_range: the node and edge IDs this partition owns.
+        gatherer: how pulls gather rows (default: split large pulls across the usable CPUs).
     """
 
-    def __init__(self, part_id: int, node_range: IdRange, edge_range: IdRange) -> None:
+    def __init__(
+        self,
+        part_id: int,
+        node_range: IdRange,
+        edge_range: IdRange,
+        gatherer: RowGatherer | None = None,
+    ) -> None:
         self.part_id = part_id
         self._ranges = {NODE: node_range, EDGE: edge_range}
         self._tensors: dict[str, StoredTensor] = {}
         self._registry_lock = threading.Lock()
+        self._gatherer = gatherer if gatherer is not None else RowGatherer()
+
+    def close(self) -> None:
+        """Stop the gather threads (a later large pull starts them again)."""
+        self._gatherer.close()
 
     # -- lookup ---------------------------------------------------------------------------------
 
@@ -504,13 +517,11 @@ class TensorStore:
                 f"out: expected {tensor.data.dtype} {[len(local), *tensor.row_shape]}, "
                 f"got {out.dtype} {list(out.shape)}"
             )
-        # np.take into a destination beats fancy indexing (which allocates its result). mode="clip":
-        # with the default mode="raise" numpy gathers into a temporary copy of ``out`` and copies it
-        # back (2 extra copies); the IDs are already range-checked, so clipping never happens.
+        # A gather into a destination beats fancy indexing (which allocates its result).
         if not tensor.writable:
-            return np.take(tensor.data, local, axis=0, out=out, mode="clip")
+            return self._gatherer.take(tensor.data, local, out)
         with tensor.lock.read():
-            return np.take(tensor.data, local, axis=0, out=out, mode="clip")
+            return self._gatherer.take(tensor.data, local, out)
 
     def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
         """Assign or add rows, atomically for the whole request.
