@@ -24,7 +24,13 @@ import torch
 
 from graphstore import dtypes
 from graphstore.client.context import ClientContext, get_context
-from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
+from graphstore.client.routing import (
+    assemble,
+    last_occurrence,
+    normalize_index,
+    scatter_rows,
+    split_by_partition,
+)
 from graphstore.errors import ServerError
 from graphstore.server.types import EDGE, NODE, InitSpec, TensorScheme
 
@@ -265,7 +271,7 @@ class DistTensor:
             # Scattering in the worker overlaps it with the other partitions' transfers.
             runs = contiguous_runs(positions)
             if len(runs) > _MAX_RUNS:
-                out[positions] = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
+                scatter_rows(out, positions, target.pull(self._name, part_ids))
                 return
             # The partition's rows fill a few runs of the answer (a loader's input nodes are the seeds,
             # then the other sources, each sorted): gather straight into them, or copy slices.

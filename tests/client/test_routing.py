@@ -13,6 +13,7 @@ from graphstore.client.routing import (
     last_occurrence,
     normalize_index,
     partition_of,
+    scatter_rows,
     split_by_partition,
 )
 
@@ -155,3 +156,26 @@ def test_contiguous_runs_split_ascending_positions_at_gaps():
     for a, b in runs:
         assert np.array_equal(positions[a:b], np.arange(positions[a], positions[a] + b - a))
     assert contiguous_runs(np.array([5], dtype=np.int64)) == [(0, 1)]
+
+
+@pytest.mark.parametrize(
+    "row_shape, dtype",
+    [
+        ((100,), np.float32),
+        ((3, 4), np.float16),
+        ((2,), np.uint16),
+        ((1,), np.int64),
+        ((), np.int32),
+        ((2, 0), np.float32),
+    ],
+)
+def test_scatter_rows_equals_fancy_assignment(row_shape, dtype):
+    rng = np.random.default_rng(len(row_shape))
+    positions = rng.permutation(50)[:23]
+    rows = (rng.random((23, *row_shape)) * 100).astype(dtype)
+    expected = np.zeros((50, *row_shape), dtype)
+    expected[positions] = rows
+    for given_rows in (rows, rows.reshape(-1), np.asfortranarray(rows)):
+        out = np.zeros((50, *row_shape), dtype)
+        scatter_rows(out, positions, given_rows)
+        np.testing.assert_array_equal(out, expected)
