@@ -29,11 +29,15 @@ import torch
 
 from graphstore import dtypes
 from graphstore.client.block import Block, as_id_array, compact_ids
+from graphstore.client.buffers import RowBufferPool
 from graphstore.client.constants import EID, NID
 from graphstore.client.samplers import Uniform
 from graphstore.client.sampling import find_edges, graph_context
 
 LOADER_THREAD_PREFIX = "graphstore-loader"
+# Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
+# training and the one being produced (more prefetch just allocates the extra batches afresh).
+_RECYCLED_BATCHES = 4
 EXCLUDE_MODES = (None, "self", "reverse_id")
 
 
@@ -424,6 +428,9 @@ class _GraphLoaderBase(_LoaderBase):
                     f"node data {name!r} does not exist on the graph (available: {sorted(available)}); "
                     "pass load_features=() / load_labels=None to load nothing"
                 )
+        # Input features of a batch are tens of MB: their memory is recycled once a batch is dropped
+        # (room for the prefetched batches, the one in training and the one being produced, per feature).
+        self._buffers = RowBufferPool(max_buffers=_RECYCLED_BATCHES * max(1, len(self.load_features)))
         self.feature_caches: dict[str, RemoteFeatureCache] = {}
         if isinstance(cache_remote_features, Mapping):
             self.feature_caches = {n: c for n, c in cache_remote_features.items() if n in self.load_features}
@@ -437,7 +444,10 @@ class _GraphLoaderBase(_LoaderBase):
     ) -> None:
         for name in self.load_features:
             cache = self.feature_caches.get(name)
-            rows = cache.read(input_nodes) if cache is not None else self.g.ndata[name][input_nodes]
+            if cache is not None:
+                rows = cache.read(input_nodes)
+            else:
+                rows = self.g.ndata[name].read(input_nodes, buffers=self._buffers)
             blocks[0].srcdata[name] = rows
         if self.load_labels and output_nodes is not None:
             blocks[-1].dstdata[self.load_labels] = self.g.ndata[self.load_labels][output_nodes]

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from graphstore import dtypes
+from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.routing import (
     assemble,
@@ -225,13 +226,14 @@ class DistTensor:
         """
         return self.read(index)
 
-    def read(self, index, *, dtype=None, device=None) -> torch.Tensor:
+    def read(self, index, *, dtype=None, device=None, buffers: RowBufferPool | None = None) -> torch.Tensor:
         """Rows at ``index``, optionally cast to ``dtype`` and moved to ``device`` on the client.
 
         Args:
             index: as for ``t[index]``.
             dtype: cast the rows (e.g. bfloat16 features to float32); None keeps the stored dtype.
             device: move the rows there; None keeps them on the CPU.
+            buffers: recycle large results' memory from this pool (the loaders do); None allocates.
 
         Returns:
             A tensor ``[len(ids), *shape[1:]]``.
@@ -243,15 +245,16 @@ class DistTensor:
             graphstore.errors.ServerUnavailableError: a server that does not answer.
         """
         ids = normalize_index(index, self._shape[0], what=f"index into DistTensor {self._name!r}")
-        rows = dtypes.to_torch(self.pull_storage(ids), self._dtype_name)
+        rows = dtypes.to_torch(self.pull_storage(ids, buffers), self._dtype_name)
         if dtype is not None:
             rows = rows.to(dtypes.torch_dtype(dtypes.name_of(dtype)))
         if device is not None:
             rows = rows.to(device)
         return rows
 
-    def pull_storage(self, ids: np.ndarray) -> np.ndarray:
-        """Rows for checked int64 ``ids`` as a writable numpy storage array (bfloat16 as uint16)."""
+    def pull_storage(self, ids: np.ndarray, buffers: RowBufferPool | None = None) -> np.ndarray:
+        """Rows for checked int64 ``ids`` as a writable numpy storage array (bfloat16 as uint16); a
+        result assembled from several partitions is placed in memory from ``buffers`` when given."""
         if ids.size == 0:
             return np.empty((0, *self._row_shape), dtype=self._storage_dtype)
         ctx = self._ctx
@@ -265,25 +268,33 @@ class DistTensor:
                 self._storage_dtype,
                 [(positions, target.pull(self._name, part_ids))],
             )
-        out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
+        if buffers is not None:
+            out = buffers.empty(ids.size, self._row_shape, self._storage_dtype)
+        else:
+            out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
 
         def fetch(target, positions: np.ndarray, part_ids: np.ndarray) -> None:
-            # Scattering in the worker overlaps it with the other partitions' transfers.
-            runs = contiguous_runs(positions)
-            if len(runs) > _MAX_RUNS:
-                scatter_rows(out, positions, target.pull(self._name, part_ids))
-                return
-            # The partition's rows fill a few runs of the answer (a loader's input nodes are the seeds,
-            # then the other sources, each sorted): gather straight into them, or copy slices.
+            # Scattering in the worker overlaps it with the other partitions' transfers. A loader's input
+            # nodes are the seeds, then the other sources, each sorted: a partition's rows fill a few long
+            # runs of the answer (copied or gathered straight into place) and a scattered remainder.
+            runs, rest = split_runs(positions, _MIN_RUN)
             if isinstance(target, _InProcess):
                 for start, stop in runs:
                     first = int(positions[start])
                     target.pull_into(self._name, part_ids[start:stop], out[first : first + stop - start])
+                if not runs:
+                    scatter_rows(out, positions, target.pull(self._name, part_ids))
+                elif rest.size:
+                    scatter_rows(out, positions[rest], target.pull(self._name, part_ids[rest]))
                 return
             rows = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
             for start, stop in runs:
                 first = int(positions[start])
                 out[first : first + stop - start] = rows[start:stop]
+            if not runs:
+                scatter_rows(out, positions, rows)
+            elif rest.size:
+                scatter_rows(out, positions[rest], rows[rest])
 
         # run_parallel runs the first call in this thread after starting the others: local gathers first.
         targets.sort(key=lambda item: not isinstance(item[0], _InProcess))
@@ -413,19 +424,35 @@ class DistTensor:
         return self._ctx.delete_everywhere(self._name)
 
 
-# Above this many runs a fancy-index scatter beats slice copies.
-_MAX_RUNS = 16
+# Runs of consecutive answer positions at least this long are copied as slices; shorter ones are
+# scattered together (a slice copy costs a Python call, a scattered row a fancy-index step).
+_MIN_RUN = 64
 
 
-def contiguous_runs(positions: np.ndarray) -> list[tuple[int, int]]:
-    """``[start, stop)`` spans of ``positions`` (ascending) whose values are consecutive integers.
+def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Split ``positions`` (ascending) into long runs of consecutive values and the scattered rest.
 
-    >>> contiguous_runs(np.array([0, 1, 2, 7, 8]))
-    [(0, 3), (3, 5)]
+    Returns:
+        ``(runs, rest)``: ``[start, stop)`` index spans of ``positions`` holding at least ``min_length``
+        consecutive values, and the (sorted) indices of ``positions`` outside them.
+
+    >>> split_runs(np.array([0, 1, 2, 3, 9, 20, 21, 22]), 3)
+    ([(0, 4), (5, 8)], array([4]))
     """
+    if positions.size == 0:
+        return [], np.empty(0, dtype=np.int64)
     breaks = np.flatnonzero(np.diff(positions) != 1) + 1
-    bounds = [0, *breaks.tolist(), positions.size]
-    return list(zip(bounds[:-1], bounds[1:], strict=True))
+    starts = np.concatenate(([0], breaks))
+    stops = np.concatenate((breaks, [positions.size]))
+    long = (stops - starts) >= min_length
+    runs = list(zip(starts[long].tolist(), stops[long].tolist(), strict=True))
+    if not runs:
+        return [], np.arange(positions.size, dtype=np.int64)
+    in_run = np.zeros(positions.size + 1, dtype=np.int64)
+    np.add.at(in_run, starts[long], 1)
+    np.add.at(in_run, stops[long], -1)
+    rest = np.flatnonzero(np.cumsum(in_run[:-1]) == 0)
+    return runs, rest
 
 
 class _InProcess:

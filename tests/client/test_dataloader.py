@@ -143,6 +143,27 @@ def test_node_loader_epoch_covers_every_node_once_with_data(standalone, prefetch
     assert not loader_threads()
 
 
+def test_node_loader_batches_kept_by_the_caller_stay_intact(standalone):
+    """Feature memory is recycled only once a batch is dropped: keeping every batch keeps its values."""
+    from graphstore.client.buffers import RowBufferPool
+
+    g, new = standalone
+    train = np.flatnonzero(new["train_mask"])
+    loader = DistNodeDataLoader(
+        g, torch.from_numpy(train), NeighborSampler([4, 3]), batch_size=len(train) // 8, prefetch=2
+    )
+    loader._buffers = RowBufferPool(max_buffers=2, min_bytes=0)  # recycle even this small graph's rows
+    kept = [(input_nodes, blocks[0].srcdata["feat"]) for input_nodes, _, blocks in loader]
+    assert len(kept) >= 8 and loader._buffers.allocated >= len(kept)
+    for input_nodes, feat in kept:
+        np.testing.assert_allclose(feat.numpy(), new["feat"][input_nodes.numpy()])
+    del kept
+    reused_before = loader._buffers.reused
+    for input_nodes, _, blocks in loader:  # dropped batch by batch: memory comes back
+        np.testing.assert_allclose(blocks[0].srcdata["feat"].numpy(), new["feat"][input_nodes.numpy()])
+    assert loader._buffers.reused > reused_before
+
+
 def test_node_loader_drop_last_and_mask_input(standalone):
     g, new = standalone
     mask = torch.from_numpy(new["train_mask"])

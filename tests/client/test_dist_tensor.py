@@ -161,6 +161,22 @@ def test_partition_data_reads_equal_numpy(dist, name):
     assert tensor[[]].shape == (0, *expected.shape[1:])
 
 
+@pytest.mark.parametrize("name", ["feat", "label", "nd_half"])
+def test_loader_shaped_reads_equal_numpy(dist, name):
+    """Scattered seeds then long sorted stretches (a loader's input nodes): the long runs of each
+    partition are copied in place, the rest scattered; the result must not depend on the split."""
+    rng = np.random.default_rng(5)
+    expected = dist.ref[name]
+    seeds = rng.choice(NUM_NODES, 40, replace=False)
+    others = np.setdiff1d(np.arange(NUM_NODES), seeds)
+    for ids in (
+        np.concatenate([seeds, others]),
+        np.concatenate([seeds, np.sort(rng.choice(others, 150, replace=False))]),
+        np.concatenate([np.arange(100), seeds, np.arange(NUM_NODES - 100, NUM_NODES)]),
+    ):
+        np.testing.assert_array_equal(dist.graph.ndata[name][ids].numpy(), expected[ids])
+
+
 def test_read_dtype_option_casts_on_the_client(dist):
     half = dist.graph.ndata["nd_half"]
     assert half[[1, 2]].dtype == torch.float16, "float16 comes back as float16"

@@ -144,18 +144,29 @@ def test_assemble_permuted_single_piece():
     np.testing.assert_array_equal(out[:, 0], [10.0, 30.0, 20.0])
 
 
-def test_contiguous_runs_split_ascending_positions_at_gaps():
-    from graphstore.client.dist_tensor import contiguous_runs
+@pytest.mark.parametrize("min_length", [1, 2, 3, 64])
+def test_split_runs_covers_every_position_once(min_length):
+    from graphstore.client.dist_tensor import split_runs
 
-    positions = np.array([0, 1, 2, 7, 8, 10], dtype=np.int64)
-    runs = contiguous_runs(positions)
-    assert runs == [(0, 3), (3, 5), (5, 6)]
-    # The runs cover every position once, each run a block of consecutive values.
-    covered = np.concatenate([positions[a:b] for a, b in runs])
-    assert np.array_equal(covered, positions)
-    for a, b in runs:
-        assert np.array_equal(positions[a:b], np.arange(positions[a], positions[a] + b - a))
-    assert contiguous_runs(np.array([5], dtype=np.int64)) == [(0, 1)]
+    rng = np.random.default_rng(min_length)
+    # Scattered seeds first, then long sorted stretches (a loader's input nodes), plus edge cases.
+    cases = [
+        np.array([0, 1, 2, 7, 8, 10], dtype=np.int64),
+        np.array([5], dtype=np.int64),
+        np.empty(0, dtype=np.int64),
+        np.concatenate([np.sort(rng.choice(1000, 300, replace=False)), np.arange(1000, 1500)]),
+        np.arange(100, 400),
+    ]
+    for positions in cases:
+        runs, rest = split_runs(positions, min_length)
+        for a, b in runs:
+            assert b - a >= min_length
+            assert np.array_equal(positions[a:b], np.arange(positions[a], positions[a] + b - a))
+        covered = np.concatenate([np.arange(a, b) for a, b in runs] + [rest]).astype(np.int64)
+        assert np.array_equal(np.sort(covered), np.arange(positions.size))
+        assert np.all(np.diff(rest) > 0)
+    runs, rest = split_runs(np.array([0, 1, 2, 3, 9, 20, 21, 22]), 3)
+    assert runs == [(0, 4), (5, 8)] and rest.tolist() == [4]
 
 
 @pytest.mark.parametrize(
