@@ -37,6 +37,11 @@ from graphstore.server.types import EDGE, NODE, PartitionAPI, PartitionMetadata,
 
 logger = logging.getLogger(__name__)
 
+# In-process reads in a trainer gather on the calling thread: the loader threads are already the
+# trainer's parallelism, and a spare core belongs to the model training beside them. (A partition
+# server, whose idle cores serve nobody else, splits large gathers across threads.)
+TRAINER_GATHER_THREADS = 1
+
 T = TypeVar("T")
 
 _NOT_INITIALIZED = (
@@ -264,7 +269,7 @@ class ClientContext:
         for part_id in range(book.num_partitions()):
             data = load_partition(part_config, part_id)
             datas.append(data)
-            servers.append(PartitionServer(data))
+            servers.append(PartitionServer(data, gather_threads=TRAINER_GATHER_THREADS))
         home = rank_partitions(rank, world, book.num_partitions())[0]
         from graphstore.partition import RangePartitionBook
 
@@ -582,7 +587,7 @@ def _open_reader(path: str | None, part_id: int, meta: PartitionMetadata):
         raise ValueError(
             f"partition {part_id} in {path!r} is not the one the server serves (graph or ranges differ)"
         )
-    return PartitionServer(data, read_only_view=True), data
+    return PartitionServer(data, read_only_view=True, gather_threads=TRAINER_GATHER_THREADS), data
 
 
 def standalone_context(part_config: str) -> ClientContext:

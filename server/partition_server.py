@@ -25,6 +25,7 @@ from graphstore.partition.types import PartitionData
 from graphstore.server import sampler
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.gather import RowGatherer
 from graphstore.server.optimizer import SparseOptimizerState
 from graphstore.server.storage import IdRange, TensorStore
 from graphstore.server.types import (
@@ -69,6 +70,8 @@ class PartitionServer:
         read_only_view: expose only the partition's read-only data (features and structure), as a
             co-located client does in-process; every write and every run-time tensor operation
             raises PermissionError.
+        gather_threads: threads per large pull (see :class:`~graphstore.server.gather.RowGatherer`);
+            None: the usable CPUs, at most 4.
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -80,6 +83,7 @@ class PartitionServer:
         *,
         writable_features: bool = False,
         read_only_view: bool = False,
+        gather_threads: int | None = None,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
@@ -93,6 +97,7 @@ class PartitionServer:
             self.part_id,
             IdRange(partition.node_start, partition.node_end, self._node_bounds[-1]),
             IdRange(partition.edge_start, partition.edge_end, self._edge_bounds[-1]),
+            RowGatherer(threads=gather_threads),
         )
         for name, array in partition.node_feats.items():
             scheme = partition.node_schemes[name]
