@@ -8,7 +8,8 @@ local-read mode, graph name and partition config.
   ``graph_name``, ``part_config`` (relative to the YAML's folder), ``servers: [{host, port, part_id}]``,
   ``rpc: {deadline_s, connect_timeout_s, max_retries, backoff_initial_s, backoff_max_s,
   backoff_multiplier, max_message_bytes, chunk_bytes}``, ``local_read: auto|on|off``,
-  ``local_part_id`` (pin the co-located partition), ``tls: {cert, key, ca, client_auth, server_name}``,
+  ``local_part_id`` (pin the co-located partition), ``background_nice`` (0..19, default 10),
+  ``tls: {cert, key, ca, client_auth, server_name}``,
   ``token`` / ``token_file`` (relative to the YAML's folder);
 - the same content as a dict (relative paths against the working directory);
 - a DGL-style ``ip_config.txt``: one ``host [port]`` line per partition, in partition order
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from graphstore.client.constants import DEFAULT_IP_CONFIG_PORT
+from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, check_nice
 from graphstore.errors import ConfigError
 from graphstore.rpc import RpcPolicy, TlsSettings
 
@@ -64,6 +66,8 @@ class ClientConfig:
         tls: client TLS settings, or None.
         token: shared token sent with every call, or None (``token_file`` is read into it; without
             either, the ``GRAPHSTORE_TOKEN`` environment variable is used when set).
+        background_nice: how much lower than the training thread the client's background threads
+            (RPC pool, loader workers) are scheduled, 0..19 (see :mod:`graphstore.client.priority`).
         source: where the config came from (for messages).
     """
 
@@ -75,6 +79,7 @@ class ClientConfig:
     local_part_id: int | None = None
     tls: TlsSettings | None = None
     token: str | None = field(default=None, repr=False)
+    background_nice: int = DEFAULT_BACKGROUND_NICE
     source: str = ""
 
     @property
@@ -215,6 +220,10 @@ def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientCo
             f"{origin}: local_part_id must be a partition index below {len(servers)}, got {local_part_id!r}"
         )
     token = _parse_token(data, base_dir, origin)
+    try:
+        background_nice = check_nice(data.get("background_nice", DEFAULT_BACKGROUND_NICE))
+    except ValueError as exc:
+        raise ConfigError(f"{origin}: {exc}") from None
     return ClientConfig(
         servers=servers,
         graph_name=graph_name,
@@ -224,6 +233,7 @@ def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientCo
         local_part_id=local_part_id,
         tls=_parse_tls(data.get("tls"), base_dir, origin),
         token=token,
+        background_nice=background_nice,
         source=origin,
     )
 

@@ -15,6 +15,7 @@ The context held here is the only process-global mutable state of the client.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import os
@@ -29,6 +30,7 @@ import numpy as np
 
 from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
+from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.types import RpcPolicy
@@ -138,6 +140,7 @@ class ClientContext:
         local_part_id: the co-located partition read in-process, or None.
         part_config: path of the partition config on this host, when known.
         config: the :class:`ClientConfig` of a distributed context (None when standalone).
+        background_nice: nice increment of the RPC pool's and the loaders' threads.
     """
 
     def __init__(
@@ -153,6 +156,7 @@ class ClientContext:
         local_partition_data=None,
         part_config: str | None = None,
         config: ClientConfig | None = None,
+        background_nice: int = DEFAULT_BACKGROUND_NICE,
     ):
         self.client_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self.graph_name = graph_name
@@ -172,8 +176,11 @@ class ClientContext:
         self._owned: dict[str, Callable[[], None]] = {}
         self._owned_lock = threading.Lock()
         self._in_worker = threading.local()
+        self.background_nice = check_nice(background_nice)
         self._pool = ThreadPoolExecutor(
-            max_workers=max(4, 2 * self.num_parts), thread_name_prefix="graphstore-client"
+            max_workers=max(4, 2 * self.num_parts),
+            thread_name_prefix="graphstore-client",
+            initializer=functools.partial(lower_thread_priority, self.background_nice),
         )
         self.closed = False
 
@@ -239,6 +246,7 @@ class ClientContext:
             local_partition_data=local_data,
             part_config=part_config,
             config=config,
+            background_nice=config.background_nice,
         )
         for scheme in first.tensors:
             ctx._schemes[scheme.name] = scheme

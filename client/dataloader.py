@@ -19,6 +19,7 @@ started and joins the threads.
 from __future__ import annotations
 
 import collections
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -31,6 +32,8 @@ from graphstore import dtypes
 from graphstore.client.block import Block, as_id_array, compact_ids
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.constants import EID, NID
+from graphstore.client.context import current_context
+from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, lower_thread_priority
 from graphstore.client.samplers import Uniform
 from graphstore.client.sampling import find_edges, graph_context
 
@@ -110,10 +113,18 @@ def agree_on_batch_count(own_batches: int, num_items: int) -> tuple[int, int]:
 class PrefetchIterator:
     """Produces ``produce(item)`` for each item of ``items`` in order, ``prefetch`` ahead in worker threads.
 
-    ``prefetch=0`` produces each batch in the caller's thread when asked (no threads).
+    ``prefetch=0`` produces each batch in the caller's thread when asked (no threads). The worker
+    threads run ``background_nice`` lower than normal (see :mod:`graphstore.client.priority`).
     """
 
-    def __init__(self, produce: Callable, items: Sequence, prefetch: int, num_workers: int = 1):
+    def __init__(
+        self,
+        produce: Callable,
+        items: Sequence,
+        prefetch: int,
+        num_workers: int = 1,
+        background_nice: int = 0,
+    ):
         self._produce = produce
         self._items = items
         self._prefetch = max(0, int(prefetch))
@@ -123,7 +134,11 @@ class PrefetchIterator:
         self._executor: ThreadPoolExecutor | None = None
         if self._prefetch > 0 and len(items) > 0:
             workers = max(1, min(int(num_workers), self._prefetch))
-            self._executor = ThreadPoolExecutor(workers, thread_name_prefix=LOADER_THREAD_PREFIX)
+            self._executor = ThreadPoolExecutor(
+                workers,
+                thread_name_prefix=LOADER_THREAD_PREFIX,
+                initializer=functools.partial(lower_thread_priority, background_nice),
+            )
             self._fill()
 
     def __len__(self) -> int:
@@ -241,7 +256,9 @@ class _LoaderBase:
             self._num_items, self.batch_size, self._num_batches, self.drop_last, self._epoch_order()
         )
         self._epoch += 1
-        iterator = PrefetchIterator(self._produce, plan, self.prefetch, self.num_workers)
+        ctx = current_context()
+        nice = ctx.background_nice if ctx is not None else DEFAULT_BACKGROUND_NICE
+        iterator = PrefetchIterator(self._produce, plan, self.prefetch, self.num_workers, nice)
         self._iterators.add(iterator)
         return iterator
 

@@ -69,6 +69,8 @@ def test_dict_and_config_objects():
         ({"servers": [{"host": "a", "port": 1}], "rpc": {"deadline_s": -1}}, "rpc.deadline_s"),
         ({"servers": [{"host": "a", "port": 1}], "rpc": {"max_retries": 1.5}}, "rpc.max_retries"),
         ({"servers": [{"host": "a", "port": 1}], "local_part_id": 3}, "local_part_id"),
+        ({"servers": [{"host": "a", "port": 1}], "background_nice": 20}, "background_nice"),
+        ({"servers": [{"host": "a", "port": 1}], "background_nice": "low"}, "background_nice"),
     ],
 )
 def test_bad_config_names_the_field(data, field):

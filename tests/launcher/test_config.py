@@ -142,6 +142,8 @@ BAD_CASES = [
     ("trainers zero", VALID + "trainers_per_host: 0\n", "'trainers_per_host'"),
     ("trainers disagree", VALID + "trainers_per_host: 2\nnum_trainers: 3\n", "'num_trainers'"),
     ("metrics port", VALID + "metrics_port: 99999\n", "'metrics_port'"),
+    ("nice too high", VALID + "background_nice: 20\n", "'background_nice'"),
+    ("nice negative", VALID + "background_nice: -1\n", "'background_nice'"),
     ("tls half", VALID + "tls: {cert: a.crt}\n", "'tls.key'"),
     ("remote exec without command", VALID + "remote_exec: 'ssh {host}'\n", "'remote_exec'"),
     ("remote exec bad placeholder", VALID + "remote_exec: 'ssh {hots} {command}'\n", "'remote_exec'"),
@@ -202,11 +204,16 @@ def test_client_reads_the_launcher_config(tmp_path):
     """Trainers read the same file through GRAPHSTORE_CONFIG: the client's loader agrees with ours."""
     client_config = pytest.importorskip("graphstore.client.config")
     write_part_config(tmp_path)
-    text = VALID + "rpc: {deadline_s: 7, connect_timeout_s: 9}\nlocal_read: off\ntrainers_per_host: 2\n"
+    text = (
+        VALID
+        + "rpc: {deadline_s: 7, connect_timeout_s: 9}\nlocal_read: off\ntrainers_per_host: 2\n"
+        + "background_nice: 5\n"
+    )
     path = write_yaml(tmp_path, text)
     ours = load_cluster_config(path)
     theirs = client_config.load_client_config(str(path))
     assert [s.address for s in theirs.servers] == ours.addresses
     assert theirs.part_config == ours.part_config
     assert theirs.local_read == ours.local_read == "off"
+    assert theirs.background_nice == ours.background_nice == 5
     assert theirs.rpc.deadline_s == 7 and theirs.rpc.connect_timeout_s == 9
