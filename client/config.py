@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from graphstore.client.constants import DEFAULT_IP_CONFIG_PORT
-from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, check_nice
 from graphstore.errors import ConfigError
+from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice
 from graphstore.rpc import RpcPolicy, TlsSettings
 
 LOCAL_READ_MODES = ("auto", "on", "off")
@@ -67,7 +67,7 @@ class ClientConfig:
         token: shared token sent with every call, or None (``token_file`` is read into it; without
             either, the ``GRAPHSTORE_TOKEN`` environment variable is used when set).
         background_nice: how much lower than the training thread the client's background threads
-            (RPC pool, loader workers) are scheduled, 0..19 (see :mod:`graphstore.client.priority`).
+            (RPC pool, loader workers) are scheduled, 0..19 (see :mod:`graphstore.priority`).
         source: where the config came from (for messages).
     """
 

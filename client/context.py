@@ -30,11 +30,11 @@ import numpy as np
 
 from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
-from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.types import RpcPolicy
 from graphstore.errors import ConfigError, ServerError
+from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.server.types import EDGE, NODE, PartitionAPI, PartitionMetadata, TensorScheme
 
 logger = logging.getLogger(__name__)

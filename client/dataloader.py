@@ -33,9 +33,9 @@ from graphstore.client.block import Block, as_id_array, compact_ids
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import current_context
-from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, lower_thread_priority
 from graphstore.client.samplers import Uniform
 from graphstore.client.sampling import find_edges, graph_context
+from graphstore.priority import DEFAULT_BACKGROUND_NICE, lower_thread_priority
 
 LOADER_THREAD_PREFIX = "graphstore-loader"
 # Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
@@ -114,7 +114,7 @@ class PrefetchIterator:
     """Produces ``produce(item)`` for each item of ``items`` in order, ``prefetch`` ahead in worker threads.
 
     ``prefetch=0`` produces each batch in the caller's thread when asked (no threads). The worker
-    threads run ``background_nice`` lower than normal (see :mod:`graphstore.client.priority`).
+    threads run ``background_nice`` lower than normal (see :mod:`graphstore.priority`).
     """
 
     def __init__(

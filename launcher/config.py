@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from graphstore.errors import ConfigError
+from graphstore.priority import DEFAULT_BACKGROUND_NICE, MAX_NICE
 from graphstore.rpc import RpcPolicy, TlsSettings
 
 DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
@@ -40,7 +41,6 @@ LOCAL_READ_MODES = ("auto", "on", "off")
 RESTART_POLICIES = ("no", "on-failure")
 REMOTE_EXEC_FIELDS = ("host", "command")
 DEFAULT_TRAINER_HOST = "127.0.0.1"
-MAX_NICE = 19  # the largest nice value (graphstore.client.priority; not imported: it pulls in torch)
 
 _TOP_LEVEL_FIELDS = (
     "graph_name",
@@ -133,7 +133,7 @@ class ClusterConfig:
         local_read: ``auto``, ``on`` or ``off``: trainers read their co-located partition from its files.
         local_part_id: pins the partition trainers read locally (default: the client decides).
         background_nice: how much lower the trainers schedule their background threads (RPC pool,
-            loader workers) than the training thread, 0..19; None: the client's default (10).
+            loader workers) than the training thread, 0..19 (see :mod:`graphstore.priority`).
         restart: ``no`` or ``on-failure``: a server that exits with an error is restarted (from its
             latest periodic checkpoint when ``checkpoint.path`` is set).
         max_restarts: restarts allowed per server over the launch (then the launch fails).
@@ -157,7 +157,7 @@ class ClusterConfig:
     rpc: RpcPolicy = field(default_factory=RpcPolicy)
     local_read: str = "auto"
     local_part_id: int | None = None
-    background_nice: int | None = None
+    background_nice: int = DEFAULT_BACKGROUND_NICE
     restart: str = "no"
     max_restarts: int = DEFAULT_MAX_RESTARTS
     checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
@@ -325,8 +325,8 @@ def parse_cluster_config(
     local_part_id = reader.integer(data, "local_part_id", default=None, minimum=0)
     if local_part_id is not None and local_part_id >= len(servers):
         raise reader.error("local_part_id", f"= {local_part_id} is not a partition (0..{len(servers) - 1})")
-    background_nice = reader.integer(data, "background_nice", default=None, minimum=0)
-    if background_nice is not None and background_nice > MAX_NICE:
+    background_nice = reader.integer(data, "background_nice", default=DEFAULT_BACKGROUND_NICE, minimum=0)
+    if background_nice > MAX_NICE:
         raise reader.error("background_nice", f"= {background_nice} must be <= {MAX_NICE}")
     restart = reader.choice(data, "restart", RESTART_POLICIES, default="no")
     max_restarts = reader.integer(data, "max_restarts", default=DEFAULT_MAX_RESTARTS, minimum=0)

@@ -15,8 +15,8 @@ import torch
 from graphstore.client.context import get_context, set_context
 from graphstore.client.dataloader import LOADER_THREAD_PREFIX, DistNodeDataLoader
 from graphstore.client.dist_graph import DistGraph
-from graphstore.client.priority import DEFAULT_BACKGROUND_NICE, MAX_NICE, check_nice, lower_thread_priority
 from graphstore.client.samplers import NeighborSampler
+from graphstore.priority import DEFAULT_BACKGROUND_NICE, MAX_NICE, check_nice, lower_thread_priority
 from tests.utils.graphs import make_partitioned_graph
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="per-thread nice is Linux's")

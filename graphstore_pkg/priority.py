@@ -1,4 +1,5 @@
-"""Scheduling priority of a trainer's background threads.
+"""Scheduling priority of a trainer's background threads (the client applies it; the launcher's
+cluster config validates the ``background_nice`` setting against the same bounds).
 
 A trainer's loader threads and its RPC pool produce the next batches while the model trains on the
 current one. When the machine's cores are all busy (servers, other trainers, the loader itself), the
