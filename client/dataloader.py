@@ -445,8 +445,7 @@ class _GraphLoaderBase(_LoaderBase):
                     f"node data {name!r} does not exist on the graph (available: {sorted(available)}); "
                     "pass load_features=() / load_labels=None to load nothing"
                 )
-        # Input features of a batch are tens of MB: their memory is recycled once a batch is dropped
-        # (room for the prefetched batches, the one in training and the one being produced, per feature).
+        # Input features of a batch are tens of MB: their memory is recycled once a batch is dropped.
         self._buffers = RowBufferPool(max_buffers=_RECYCLED_BATCHES * max(1, len(self.load_features)))
         self.feature_caches: dict[str, RemoteFeatureCache] = {}
         if isinstance(cache_remote_features, Mapping):

@@ -444,14 +444,10 @@ def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, 
     breaks = np.flatnonzero(np.diff(positions) != 1) + 1
     starts = np.concatenate(([0], breaks))
     stops = np.concatenate((breaks, [positions.size]))
-    long = (stops - starts) >= min_length
+    lengths = stops - starts
+    long = lengths >= min_length
     runs = list(zip(starts[long].tolist(), stops[long].tolist(), strict=True))
-    if not runs:
-        return [], np.arange(positions.size, dtype=np.int64)
-    in_run = np.zeros(positions.size + 1, dtype=np.int64)
-    np.add.at(in_run, starts[long], 1)
-    np.add.at(in_run, stops[long], -1)
-    rest = np.flatnonzero(np.cumsum(in_run[:-1]) == 0)
+    rest = np.flatnonzero(~np.repeat(long, lengths))
     return runs, rest
 
 
