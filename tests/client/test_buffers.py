@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 import torch
 
 from graphstore.client.buffers import RowBufferPool
+from tests.utils.threads import run_in_threads
 
 
 def test_reuses_a_buffer_only_after_its_last_reference_is_gone():
@@ -51,23 +50,14 @@ def test_small_requests_and_a_full_pool_get_fresh_arrays():
 
 def test_concurrent_requests_never_share_a_buffer():
     pool = RowBufferPool(max_buffers=3, min_bytes=0)
-    errors: list[BaseException] = []
 
     def worker(tag: int) -> None:
-        try:
-            for _ in range(200):
-                rows = pool.empty(64, (16,), np.int32)
-                rows[:] = tag
-                assert (rows == tag).all()
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for _ in range(200):
+            rows = pool.empty(64, (16,), np.int32)
+            rows[:] = tag
+            assert (rows == tag).all()
 
-    threads = [threading.Thread(target=worker, args=(t,)) for t in range(6)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors[0]
+    run_in_threads(worker, [(tag,) for tag in range(6)])
     assert pool.reused > 0
 
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import pytest
 
 from graphstore.server.gather import RowGatherer, take_rows
+from tests.utils.threads import run_in_threads
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3, 4])
@@ -41,26 +40,19 @@ def test_concurrent_callers_get_their_own_rows():
     rng = np.random.default_rng(0)
     data = rng.random((20_000, 16)).astype(np.float32)
     gatherer = RowGatherer(threads=2, min_split_bytes=0)
-    errors: list[BaseException] = []
 
     def worker(seed: int) -> None:
         local_rng = np.random.default_rng(seed)
-        try:
-            for _ in range(30):
-                ids = local_rng.integers(0, len(data), 4_000)
-                out = np.empty((len(ids), 16), np.float32)
-                gatherer.take(data, ids, out)
-                np.testing.assert_array_equal(out, data[ids])
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
+        for _ in range(30):
+            ids = local_rng.integers(0, len(data), 4_000)
+            out = np.empty((len(ids), 16), np.float32)
+            gatherer.take(data, ids, out)
+            np.testing.assert_array_equal(out, data[ids])
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    gatherer.close()
-    assert not errors, errors[0]
+    try:
+        run_in_threads(worker, [(seed,) for seed in range(8)])
+    finally:
+        gatherer.close()
 
 
 def test_below_threshold_stays_on_the_caller_and_close_is_reusable():

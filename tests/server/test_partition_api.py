@@ -13,6 +13,7 @@ from graphstore.client.types import RpcPolicy
 from graphstore.server.storage import bfloat16_bits_to_float32, float32_to_bfloat16_bits
 from graphstore.server.types import InitSpec, OptimizerConfig
 from tests.server.conftest import NUM_NODES, owned_edges, owned_nodes
+from tests.utils.threads import run_in_threads
 
 ALL_DTYPES = ["float32", "float16", "bfloat16", "float64", "int32", "int64", "uint8", "bool"]
 
@@ -93,23 +94,15 @@ def test_concurrent_add_from_8_threads_sums_exactly(partitions):
     part = partitions[0]
     part.init_tensor("counter", (NUM_NODES, 8), "float32", "node")
     ids = owned_nodes(partitions, 0)
-    rounds, errors = 25, []
+    rounds = 25
 
     def worker(seed: int) -> None:
         rng = np.random.default_rng(seed)
-        try:
-            for _ in range(rounds):
-                chosen = rng.choice(ids, size=64)  # repeats inside a request too
-                part.push("counter", chosen, np.ones((64, 8), np.float32), op="add")
-        except Exception as exc:  # noqa: BLE001 - surfaced by the assert below
-            errors.append(exc)
+        for _ in range(rounds):
+            chosen = rng.choice(ids, size=64)  # repeats inside a request too
+            part.push("counter", chosen, np.ones((64, 8), np.float32), op="add")
 
-    threads = [threading.Thread(target=worker, args=(s,)) for s in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    assert not errors
+    run_in_threads(worker, [(seed,) for seed in range(8)])
     expected = np.zeros(NUM_NODES)
     for seed in range(8):
         rng = np.random.default_rng(seed)
