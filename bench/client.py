@@ -35,7 +35,7 @@ from anchor import make_anchor_graph
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
 
-from tests.utils.cluster import start_servers  # noqa: E402
+from graphstore.launcher.local_servers import start_servers  # noqa: E402
 
 TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
 
@@ -165,7 +165,7 @@ def run(args) -> dict:
 
     from graphstore.client import api
     from graphstore.client.dist_graph import DistGraph
-    from graphstore.server.malloc import raise_malloc_thresholds
+    from graphstore.malloc import raise_malloc_thresholds
 
     raise_malloc_thresholds()
     torch.set_num_threads(1)

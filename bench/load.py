@@ -42,7 +42,7 @@ import numpy as np
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
 
-from tests.utils.cluster import start_servers  # noqa: E402
+from graphstore.launcher.local_servers import start_servers  # noqa: E402
 
 KINDS = ("pull", "push_add", "sample", "push_grad")
 MIX = (0.40, 0.25, 0.20, 0.15)
@@ -65,7 +65,7 @@ def run_ops(partitions, parts, rng: np.random.Generator, count: int, tally: np.n
         count: calls to make.
         tally: float64 [num_nodes]: adds made by this worker, updated in place.
     """
-    from graphstore.server.types import OptimizerConfig
+    from graphstore.types import OptimizerConfig
 
     adagrad = OptimizerConfig("adagrad", lr=0.01)
     latency: dict[str, list[float]] = {kind: [] for kind in KINDS}
@@ -106,9 +106,9 @@ def run_ops(partitions, parts, rng: np.random.Generator, count: int, tally: np.n
 
 def worker_main(args: argparse.Namespace) -> int:
     """One client process: connect, then per phase wait for ``go-P``, run its calls, write ``result-P-W``."""
-    from graphstore.client.remote import RemotePartition
-    from graphstore.client.types import RpcPolicy
+    from graphstore.client.transport import RemotePartition
     from graphstore.partition import load_partition
+    from graphstore.rpc import RpcPolicy
 
     work = Path(args.worker_dir)
     addresses = args.addresses.split(",")
@@ -182,8 +182,8 @@ def phases_for(args: argparse.Namespace) -> list[int]:
 
 
 def parent_main(args: argparse.Namespace) -> dict:
-    from graphstore.client.remote import RemotePartition
-    from graphstore.server.types import InitSpec
+    from graphstore.client.transport import RemotePartition
+    from graphstore.types import InitSpec
 
     work_root = Path(args.work_dir)
     work_root.mkdir(parents=True, exist_ok=True)

@@ -40,7 +40,7 @@ from anchor import make_anchor_graph
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
 
-from tests.utils.cluster import start_servers  # noqa: E402
+from graphstore.launcher.local_servers import start_servers  # noqa: E402
 
 GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
 DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}

@@ -121,7 +121,7 @@ def run_job(rank, world_size, cluster, job) -> dict:
     from graphstore.client.api import exit_client, initialize
     from graphstore.client.dist_embedding import DistEmbedding
     from graphstore.client.optim import SparseAdagrad, SparseAdam, StepTimings
-    from graphstore.server.types import InitSpec
+    from graphstore.types import InitSpec
 
     def barrier():
         if dist.is_initialized():
@@ -216,7 +216,7 @@ def run_trainers(world_size: int, cluster: dict, job: dict, workdir: Path) -> li
 def server_update_ms(num_rows: int, dim: int, ids_per_push: int, kind: str, repeats: int = 200) -> float:
     """Median time of one ``SparseOptimizerState.apply`` on a partition-sized table (in-process)."""
     from graphstore.server.optimizer import SparseOptimizerState
-    from graphstore.server.types import OptimizerConfig
+    from graphstore.types import OptimizerConfig
 
     rng = np.random.default_rng(0)
     rows = rng.uniform(-0.01, 0.01, (num_rows, dim)).astype(np.float32)
@@ -237,7 +237,7 @@ def server_update_ms(num_rows: int, dim: int, ids_per_push: int, kind: str, repe
 
 def bench_graph(label: str, graph: Path, args, kinds: list[str], trainer_counts: list[int]) -> list[dict]:
     sys.path.insert(0, str(REPO_ROOT))
-    from tests.utils.cluster import start_servers
+    from graphstore.launcher.local_servers import start_servers
 
     config = ensure_partitions(graph, args, label)
     with open(config) as f:

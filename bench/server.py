@@ -52,7 +52,7 @@ def _raw_server_main(port: int) -> None:
     """Serve ``/graphstore.bench.Raw/Get``: the request's first 8 bytes are the answer's length."""
     import grpc
 
-    from graphstore.server.malloc import raise_malloc_thresholds
+    from graphstore.malloc import raise_malloc_thresholds
 
     raise_malloc_thresholds()
     payloads: dict[int, bytes] = {}
@@ -97,7 +97,7 @@ class RawClient:
     def __init__(self, address: str) -> None:
         import grpc
 
-        from graphstore.server.malloc import raise_malloc_thresholds
+        from graphstore.malloc import raise_malloc_thresholds
 
         raise_malloc_thresholds()
         self._channel = grpc.insecure_channel(address, options=[("grpc.max_receive_message_length", 1 << 30)])
@@ -189,7 +189,7 @@ def _median_rate(samples: list[float], amount: float) -> float:
 
 def bench_graph(num_nodes: int, args: argparse.Namespace, raw: RawClient) -> dict:
     """Every measurement on one graph."""
-    from graphstore.client.remote import RemotePartition
+    from graphstore.client.transport import RemotePartition
     from graphstore.partition import load_partition
 
     config = ensure_partitions(num_nodes, Path(args.work_dir), args.part_method, args.graph.get(num_nodes))
@@ -313,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     args.graph = {int(k): v for k, v in (g.split("=", 1) for g in args.graph)}
     Path(args.work_dir).mkdir(parents=True, exist_ok=True)
-    from graphstore.server.malloc import raise_malloc_thresholds
+    from graphstore.malloc import raise_malloc_thresholds
 
     raise_malloc_thresholds()
     raw_proc, raw_address = start_raw_server()

@@ -88,8 +88,8 @@ def _free_ports(count: int) -> list[int]:
 def parent_main(args: argparse.Namespace) -> dict:
     import yaml
 
-    from graphstore.client.remote import RemotePartition
-    from graphstore.server.types import InitSpec
+    from graphstore.client.transport import RemotePartition
+    from graphstore.types import InitSpec
 
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)

@@ -21,46 +21,13 @@ import numpy as np
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.ids import as_id_array, check_id_range
 
 # Use the dense ID table while the graph has at most this many nodes, or at most
 # _DENSE_RATIO times the number of IDs to relabel; past that a sort is cheaper than
 # touching a table the size of the graph.
 _DENSE_MAX_NODES = 1 << 22
 _DENSE_RATIO = 64
-
-
-def as_id_array(ids, name: str = "ids") -> np.ndarray:
-    """Convert node or edge IDs (torch tensor, numpy array, list, scalar) to a 1-D int64 numpy array.
-
-    Args:
-        ids: the IDs.
-        name: the argument's name, for error messages.
-
-    Returns:
-        A 1-D int64 numpy array (shares memory with a CPU int64 input where possible).
-
-    Raises:
-        TypeError: for non-integer IDs.
-    """
-    if isinstance(ids, torch.Tensor):
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"{name} must hold integer IDs, got a tensor of dtype {ids.dtype}")
-        array = ids.detach().cpu().reshape(-1).numpy()
-    else:
-        array = np.asarray(ids).reshape(-1)
-        if array.size == 0:
-            return np.empty(0, dtype=np.int64)
-        if not np.issubdtype(array.dtype, np.integer):
-            raise TypeError(f"{name} must hold integer IDs, got an array of dtype {array.dtype}")
-    if array.dtype != np.int64:
-        array = array.astype(np.int64)
-    return array
-
-
-def _check_range(ids: np.ndarray, upper: int, name: str) -> None:
-    if ids.size and (ids.min() < 0 or ids.max() >= upper):
-        bad = ids[(ids < 0) | (ids >= upper)][0]
-        raise IndexError(f"{name} contains ID {int(bad)}, outside [0, {upper})")
 
 
 def compact_ids(
@@ -153,8 +120,8 @@ class SampledSubgraph:
         src, dst, eid = as_id_array(src, "src"), as_id_array(dst, "dst"), as_id_array(eid, "eid")
         if not (src.size == dst.size == eid.size):
             raise ValueError(f"src, dst and eid lengths differ: {src.size}, {dst.size}, {eid.size}")
-        _check_range(src, num_nodes, "src")
-        _check_range(dst, num_nodes, "dst")
+        check_id_range(src, num_nodes, "src")
+        check_id_range(dst, num_nodes, "dst")
         self._src_np, self._dst_np, self._eid_np = src, dst, eid
         self.src, self.dst = _t(src), _t(dst)
         self.edata: dict[str, torch.Tensor] = {EID: _t(eid)}
@@ -369,7 +336,7 @@ def to_block(frontier: SampledSubgraph, dst_nodes=None, include_dst_in_src: bool
         head = np.unique(dst)
     else:
         head = as_id_array(dst_nodes, "dst_nodes")
-        _check_range(head, num_nodes, "dst_nodes")
+        check_id_range(head, num_nodes, "dst_nodes")
     unique_ids, (local_src, local_dst) = compact_ids(head, [src, dst], num_nodes)
     if local_dst.size and local_dst.max() >= head.size:
         bad = dst[local_dst >= head.size][0]

@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-# Below this the allocator already reuses heap memory (see graphstore.server.malloc).
+# Below this the allocator already reuses heap memory (see graphstore.malloc).
 DEFAULT_MIN_BYTES = 16 << 20
 # Room for growth so that a slightly larger next batch still fits.
 _HEADROOM = 1.25

@@ -87,12 +87,12 @@ class ClientConfig:
         return len(self.servers)
 
     def channel_security(self):
-        """The :class:`graphstore.server.auth.ChannelSecurity` every connection to the servers uses.
+        """The :class:`graphstore.auth.ChannelSecurity` every connection to the servers uses.
 
         Raises:
             graphstore.errors.ConfigError: an invalid ``GRAPHSTORE_TOKEN``.
         """
-        from graphstore.server.auth import TOKEN_ENV, ChannelSecurity, validate_token
+        from graphstore.auth import TOKEN_ENV, ChannelSecurity, validate_token
 
         token = self.token
         if token is None and os.environ.get(TOKEN_ENV):
@@ -239,7 +239,7 @@ def _from_mapping(data: dict[str, Any], base_dir: Path, origin: str) -> ClientCo
 
 
 def _parse_token(data: dict[str, Any], base_dir: Path, origin: str) -> str | None:
-    from graphstore.server.auth import read_token_file, validate_token
+    from graphstore.auth import read_token_file, validate_token
 
     token, token_file = data.get("token"), data.get("token_file")
     if token is not None and token_file is not None:

@@ -4,11 +4,11 @@ Every client object (``DistGraph``, ``DistTensor``, ``DistEmbedding``, samplers,
 talks to the partitions through the :class:`ClientContext` that :func:`get_context` returns. It exists
 in one of two modes:
 
-- distributed (``initialize()``): one :class:`~graphstore.client.remote.RemotePartition` per server;
+- distributed (``initialize()``): one :class:`~graphstore.client.transport.RemotePartition` per server;
   when a server runs on this host and its partition files are readable here (``local_read``), an
   in-process read-only view of that partition serves its read-only data without RPC;
 - standalone (``DistGraph(name, part_config=...)`` with no ``initialize()``): every partition is loaded
-  in-process behind the same :class:`~graphstore.server.types.PartitionAPI`, no network.
+  in-process behind the same :class:`~graphstore.types.PartitionAPI`, no network.
 
 The context held here is the only process-global mutable state of the client.
 """
@@ -32,17 +32,13 @@ from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
-from graphstore.client.types import RpcPolicy
+from graphstore.client.transport import RemotePartition, open_in_process
 from graphstore.errors import ConfigError, ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
-from graphstore.server.types import EDGE, NODE, PartitionAPI, PartitionMetadata, TensorScheme
+from graphstore.rpc import RpcPolicy
+from graphstore.types import EDGE, NODE, PartitionAPI, PartitionMetadata, TensorScheme
 
 logger = logging.getLogger(__name__)
-
-# In-process reads in a trainer gather on the calling thread: the loader threads are already the
-# trainer's parallelism, and a spare core belongs to the model training beside them. (A partition
-# server, whose idle cores serve nobody else, splits large gathers across threads.)
-TRAINER_GATHER_THREADS = 1
 
 T = TypeVar("T")
 
@@ -196,7 +192,6 @@ class ClientContext:
                 ``config.rpc.connect_timeout_s`` (the message names its address).
             graphstore.errors.ConfigError: servers that disagree with the config or each other.
         """
-        from graphstore.client.remote import RemotePartition
 
         security = config.channel_security()
         remotes: list[PartitionAPI] = []
@@ -267,7 +262,6 @@ class ClientContext:
             graphstore.errors.ConfigError: an invalid partition config.
         """
         from graphstore.partition import load_partition, load_partition_book
-        from graphstore.server.partition_server import PartitionServer
 
         part_config = os.path.abspath(os.fspath(part_config))
         book = load_partition_book(part_config)
@@ -277,7 +271,7 @@ class ClientContext:
         for part_id in range(book.num_partitions()):
             data = load_partition(part_config, part_id)
             datas.append(data)
-            servers.append(PartitionServer(data, gather_threads=TRAINER_GATHER_THREADS))
+            servers.append(open_in_process(data))
         home = rank_partitions(rank, world, book.num_partitions())[0]
         from graphstore.partition import RangePartitionBook
 
@@ -582,7 +576,6 @@ def _open_reader(path: str | None, part_id: int, meta: PartitionMetadata):
     if not path:
         raise FileNotFoundError("no partition config path known (set part_config in the cluster config)")
     from graphstore.partition import load_partition
-    from graphstore.server.partition_server import PartitionServer
 
     data = load_partition(path, part_id)
     if (
@@ -595,7 +588,7 @@ def _open_reader(path: str | None, part_id: int, meta: PartitionMetadata):
         raise ValueError(
             f"partition {part_id} in {path!r} is not the one the server serves (graph or ranges differ)"
         )
-    return PartitionServer(data, read_only_view=True, gather_threads=TRAINER_GATHER_THREADS), data
+    return open_in_process(data, read_only=True), data
 
 
 def standalone_context(part_config: str) -> ClientContext:

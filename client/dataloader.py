@@ -29,12 +29,13 @@ import numpy as np
 import torch
 
 from graphstore import dtypes
-from graphstore.client.block import Block, as_id_array, compact_ids
+from graphstore.client.block import Block, compact_ids
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import current_context
 from graphstore.client.samplers import Uniform
 from graphstore.client.sampling import find_edges, graph_context
+from graphstore.ids import as_id_array
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, lower_thread_priority
 
 LOADER_THREAD_PREFIX = "graphstore-loader"

@@ -19,7 +19,7 @@ import torch
 
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.routing import normalize_index
-from graphstore.server.types import InitSpec
+from graphstore.types import InitSpec
 
 # Lookups recorded without an optimizer step before the trace warning fires.
 DEFAULT_TRACE_WARN_CALLS = 256
@@ -34,7 +34,7 @@ class DistEmbedding:
         name: the table's name on the cluster (later tables of the same name attach to it); None: a
             name unique to this client.
         init_func: ``init_func(part_shape, dtype) -> tensor`` called once per partition this client
-            creates, or an :class:`~graphstore.server.types.InitSpec` the servers run; None: zeros.
+            creates, or an :class:`~graphstore.types.InitSpec` the servers run; None: zeros.
         part_policy: ``'node'`` / ``'edge'`` or a PartitionPolicy; None: inferred from ``num_embeddings``.
         persistent: keep the table after its creator releases it.
         dtype: storage dtype of the rows (float32 by default; the optimizers need float32).

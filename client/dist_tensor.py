@@ -7,7 +7,7 @@ from the partition files are read straight from the co-located partition's mappe
 context has one; everything writable always goes through its server, so no reader sees a stale row.
 
 Lifetime: the first creator of a name initializes it (``init_func`` once per partition it creates, the
-rows pushed to the server; or a server-side :class:`~graphstore.server.types.InitSpec`); later
+rows pushed to the server; or a server-side :class:`~graphstore.types.InitSpec`); later
 ``DistTensor`` objects with the same name, shape and dtype attach without touching the rows. A
 non-persistent tensor is deleted on the servers when the object that created it is collected or when
 its client exits; persistent ones live until :meth:`DistTensor.delete` or until the servers stop.
@@ -33,7 +33,7 @@ from graphstore.client.routing import (
     split_by_partition,
 )
 from graphstore.errors import ServerError
-from graphstore.server.types import EDGE, NODE, InitSpec, TensorScheme
+from graphstore.types import EDGE, NODE, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ class DistTensor:
         name: the tensor's name on the cluster; None: a name unique to this client.
         init_func: how the first creator fills the rows: a callable ``init_func(part_shape, dtype) ->
             torch.Tensor`` called once per partition (the rows are pushed to its server), or an
-            :class:`~graphstore.server.types.InitSpec` that the servers run themselves; None: zeros.
+            :class:`~graphstore.types.InitSpec` that the servers run themselves; None: zeros.
         part_policy: ``'node'`` / ``'edge'`` (or ``'node:_N'`` / ``'edge:_E'`` or a PartitionPolicy);
             None: inferred from ``shape[0]``.
         persistent: keep the tensor after its creator releases it.

@@ -23,7 +23,7 @@ the client's deadline policy, collectives by the process group's timeout.
 
 from __future__ import annotations
 
-import math
+import dataclasses
 import time
 import weakref
 from collections.abc import Iterable
@@ -34,7 +34,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from graphstore.server.types import OptimizerConfig
+from graphstore.types import OptimizerConfig
 
 # The status a trainer sends beside its sizes: every trainer learns whether any trainer failed
 # before the gradients moved, so all of them raise together and none waits for the others.
@@ -229,7 +229,7 @@ def _dist_embedding_class():
 class SparseGradOptimizer:
     """Base of the distributed sparse optimizers: gradient collection, exchange and push.
 
-    Subclasses only choose the :class:`~graphstore.server.types.OptimizerConfig`.
+    Subclasses only choose the :class:`~graphstore.types.OptimizerConfig`.
 
     Args:
         params: the DistEmbeddings to optimize (a list, or a single one).
@@ -266,7 +266,6 @@ class SparseGradOptimizer:
                     f"DistEmbedding {emb.name!r} has dtype {dtype}; sparse optimizers update float32 "
                     "embeddings (read them as float16/bfloat16 under autocast instead)"
                 )
-        _validate_config(config)
         self._params = params
         self._config = config
         self.timings = StepTimings()
@@ -290,11 +289,7 @@ class SparseGradOptimizer:
 
     @lr.setter
     def lr(self, value: float) -> None:
-        config = OptimizerConfig(
-            self._config.kind, float(value), self._config.eps, self._config.beta1, self._config.beta2
-        )
-        _validate_config(config)
-        self._config = config
+        self._config = dataclasses.replace(self._config, lr=_as_float(value, "lr"))
 
     def save(self, path):
         """Checkpoint the embeddings and their optimizer state (``graphstore.client.checkpoint.save``)."""
@@ -553,16 +548,6 @@ class SparseGradOptimizer:
 def _policy_of(ctx, emb) -> str:
     scheme = ctx.tensor_scheme(emb.name)
     return scheme.policy if scheme is not None else "node"
-
-
-def _validate_config(config: OptimizerConfig) -> None:
-    if not (isinstance(config.lr, (int, float)) and math.isfinite(config.lr) and config.lr > 0):
-        raise ValueError(f"lr must be a finite number > 0, got {config.lr!r}")
-    if not (math.isfinite(config.eps) and config.eps >= 0):
-        raise ValueError(f"eps must be a finite number >= 0, got {config.eps!r}")
-    for label, beta in (("betas[0]", config.beta1), ("betas[1]", config.beta2)):
-        if not (0.0 <= beta < 1.0):
-            raise ValueError(f"{label} must be in [0, 1), got {beta!r}")
 
 
 class SparseAdagrad(SparseGradOptimizer):

@@ -12,39 +12,12 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from graphstore.errors import IdTypeError
+from graphstore.ids import check_id_range, to_numpy
+
 _INT_KINDS = ("i", "u")
 # Up to this many partitions, routing uses one boolean pass per partition instead of a sort.
 _MASK_ROUTING_MAX_PARTS = 8
-
-
-def _to_numpy_index(index) -> np.ndarray:
-    """Convert a torch tensor / list / tuple / range / numpy array to a numpy array, no copy for numpy."""
-    if isinstance(index, np.ndarray):
-        return index
-    mod = type(index).__module__
-    if mod.startswith("torch"):
-        import torch
-
-        if not isinstance(index, torch.Tensor):
-            raise TypeError(f"unsupported index type {type(index).__name__}")
-        tensor = index.detach()
-        if tensor.device.type != "cpu":
-            tensor = tensor.cpu()
-        if tensor.dtype.is_floating_point or tensor.dtype.is_complex:
-            if tensor.numel() == 0:  # torch.tensor([]) is float32: an empty index all the same
-                return np.empty(0, dtype=np.int64)
-            raise TypeError(f"index must hold integers or booleans, got a tensor of dtype {tensor.dtype}")
-        return tensor.numpy()
-    if isinstance(index, range):
-        return np.arange(index.start, index.stop, index.step, dtype=np.int64)
-    if isinstance(index, (list, tuple)):
-        if len(index) == 0:
-            return np.empty(0, dtype=np.int64)
-        return np.asarray(index)
-    raise TypeError(
-        f"unsupported index type {type(index).__name__}; use an int, a slice, a list, a numpy array, "
-        "a torch tensor of integers, or a boolean mask"
-    )
 
 
 def normalize_index(index, num_rows: int, *, what: str = "index") -> np.ndarray:
@@ -77,7 +50,15 @@ def normalize_index(index, num_rows: int, *, what: str = "index") -> np.ndarray:
     elif isinstance(index, (float, complex, str, bytes)):
         raise TypeError(f"{what} must be integers, a slice or a boolean mask, got {index!r}")
     else:
-        arr = _to_numpy_index(index)
+        if not isinstance(index, (np.ndarray, list, tuple, range)) and not hasattr(index, "__array__"):
+            raise TypeError(
+                f"unsupported index type {type(index).__name__}; use an int, a slice, a list, a numpy "
+                "array, a torch tensor of integers, or a boolean mask"
+            )
+        try:
+            arr = to_numpy(index)
+        except IdTypeError:
+            raise TypeError(f"{what} must hold integers or booleans, got {index.dtype}") from None
         if arr.ndim == 0:
             arr = arr.reshape(1)
         if arr.ndim != 1:
@@ -94,24 +75,8 @@ def normalize_index(index, num_rows: int, *, what: str = "index") -> np.ndarray:
                 return np.empty(0, dtype=np.int64)
             raise TypeError(f"{what} must hold integers or booleans, got dtype {arr.dtype}")
         ids = arr.astype(np.int64, copy=False)
-    check_range(ids, num_rows, what=what)
+    check_id_range(ids, num_rows, what)
     return ids
-
-
-def check_range(ids: np.ndarray, num_rows: int, *, what: str = "index") -> None:
-    """Raise IndexError naming the first ID outside ``[0, num_rows)``.
-
-    Raises:
-        IndexError: if any ID is negative or at least ``num_rows``.
-    """
-    if ids.size == 0:
-        return
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= num_rows:
-        bad = lo if lo < 0 else hi
-        raise IndexError(
-            f"{what} contains ID {bad}, out of range for {num_rows} rows (valid: 0..{num_rows - 1})"
-        )
 
 
 def partition_of(ids: np.ndarray, bounds: np.ndarray) -> np.ndarray:
@@ -121,7 +86,7 @@ def partition_of(ids: np.ndarray, bounds: np.ndarray) -> np.ndarray:
         IndexError: if an ID lies outside ``[bounds[0], bounds[-1])``.
     """
     bounds = np.asarray(bounds, dtype=np.int64)
-    check_range(ids, int(bounds[-1]), what="ID")
+    check_id_range(ids, int(bounds[-1]), "IDs")
     return np.searchsorted(bounds, ids, side="right") - 1
 
 

@@ -14,9 +14,10 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from graphstore.client.block import Block, as_id_array, to_block
+from graphstore.client.block import Block, to_block
 from graphstore.client.constants import NID
 from graphstore.client.sampling import EDGE_DIRS, graph_context, sample_neighbors
+from graphstore.ids import as_id_array
 
 
 class NeighborSampler:

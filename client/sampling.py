@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from graphstore.client.block import SampledSubgraph, as_id_array
+from graphstore.client.block import SampledSubgraph
+from graphstore.ids import as_id_array, check_id_range
 
 EDGE_DIRS = ("in", "out")
 
@@ -53,12 +54,6 @@ def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_se
             )
 
     return call
-
-
-def _check_ids(ids: np.ndarray, upper: int, name: str) -> None:
-    if ids.size and (ids.min() < 0 or ids.max() >= upper):
-        bad = ids[(ids < 0) | (ids >= upper)][0]
-        raise IndexError(f"{name} contains ID {int(bad)}, outside [0, {upper})")
 
 
 def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
@@ -111,7 +106,7 @@ def sample_neighbors(
     ctx = graph_context(g)
     num_nodes = int(ctx.book.num_nodes())
     seeds = as_id_array(nodes, "nodes")
-    _check_ids(seeds, num_nodes, "nodes")
+    check_id_range(seeds, num_nodes, "nodes")
     if fanout == 0 or seeds.size == 0:
         empty = np.empty(0, dtype=np.int64)
         return SampledSubgraph(empty, empty, empty, num_nodes)
@@ -149,7 +144,7 @@ def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
     """
     ctx = graph_context(g)
     eids = as_id_array(edge_ids, "edge_ids")
-    _check_ids(eids, int(ctx.book.num_edges()), "edge_ids")
+    check_id_range(eids, int(ctx.book.num_edges()), "edge_ids")
     src = np.empty(eids.size, dtype=np.int64)
     dst = np.empty(eids.size, dtype=np.int64)
     routes = ctx.route(eids, "edge")
@@ -171,7 +166,7 @@ def in_subgraph(g, nodes) -> SampledSubgraph:
     ctx = graph_context(g)
     num_nodes = int(ctx.book.num_nodes())
     seeds = as_id_array(nodes, "nodes")
-    _check_ids(seeds, num_nodes, "nodes")
+    check_id_range(seeds, num_nodes, "nodes")
     calls = [
         lambda r=_reader(ctx, part_id), s=part_seeds: r.in_subgraph(s)
         for part_id, _, part_seeds in ctx.route(seeds, "node")

@@ -216,7 +216,7 @@ def _split(items, book, policy, type_name, default_type, rank, force_even, world
 def _selected_ids(items, total: int, policy: str) -> np.ndarray:
     """The IDs a mask selects, or the given IDs (as int64 numpy)."""
     from graphstore.client.dist_tensor import DistTensor
-    from graphstore.client.routing import _to_numpy_index, check_range
+    from graphstore.ids import check_id_range, to_numpy
 
     what = "nodes" if policy == "node" else "edges"
     if isinstance(items, DistTensor):
@@ -226,7 +226,7 @@ def _selected_ids(items, total: int, policy: str) -> np.ndarray:
             )
         arr = items.read(slice(0, total)).numpy().reshape(total, -1)[:, 0]
         return np.flatnonzero(arr).astype(np.int64)
-    arr = _to_numpy_index(items)
+    arr = to_numpy(items)
     if arr.ndim != 1:
         raise ValueError(f"{what} must be a 1-D mask or ID array, got shape {tuple(arr.shape)}")
     kind = arr.dtype.kind
@@ -242,7 +242,7 @@ def _selected_ids(items, total: int, policy: str) -> np.ndarray:
         # A 0/1 integer mask with one entry per node/edge, as DGL accepts (e.g. uint8 train masks).
         return np.flatnonzero(arr).astype(np.int64)
     ids = arr.astype(np.int64, copy=False)
-    check_range(ids, total, what=what)
+    check_id_range(ids, total, what)
     return ids
 
 

@@ -33,7 +33,7 @@ from torch import nn
 from graphstore.client import DistEmbedding, get_context, node_split
 from graphstore.client.dataloader import DistNodeDataLoader
 from graphstore.client.optim import SparseAdagrad
-from graphstore.server.types import InitSpec
+from graphstore.types import InitSpec
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import train_dist  # noqa: E402 - the shared training machinery of the examples

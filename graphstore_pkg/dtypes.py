@@ -108,3 +108,22 @@ def from_torch(tensor) -> tuple[np.ndarray, str]:
     if tensor.dtype == torch.bfloat16:
         return tensor.view(torch.int16).numpy().view(np.uint16), name
     return tensor.numpy(), name
+
+
+def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
+    """Widen bfloat16 bit patterns (uint16) to float32 exactly."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def float32_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """bfloat16 bit patterns (uint16) of float values, rounded to nearest even like ``torch.bfloat16``.
+
+    NaNs stay (quiet) NaNs; infinities and overflow become infinities.
+    """
+    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    rounding = ((bits >> np.uint32(16)) & np.uint32(1)) + np.uint32(0x7FFF)
+    out = ((bits + rounding) >> np.uint32(16)).astype(np.uint16)
+    nan = np.isnan(bits.view(np.float32))
+    if nan.any():
+        out[nan] = ((bits[nan] >> np.uint32(16)) | np.uint32(0x0040)).astype(np.uint16)
+    return out

@@ -37,3 +37,12 @@ class ServerUnavailableError(ServerError):
 
 class BarrierTimeoutError(GraphstoreError, TimeoutError):
     """A barrier did not gather its participants before its timeout."""
+
+
+class IdTypeError(TypeError, ValueError):
+    """IDs that are not integers.
+
+    Both a TypeError (what the DGL-style client API raises for a wrongly typed argument) and a
+    ValueError (what the partition interface raises for a bad argument, INVALID_ARGUMENT on the
+    wire), so callers of either layer catch it as they already do.
+    """

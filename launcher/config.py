@@ -176,8 +176,8 @@ class ClusterConfig:
 
     def channel_security(self):
         """How launch, status and stop reach the servers (TLS and token), as a
-        :class:`graphstore.server.auth.ChannelSecurity`."""
-        from graphstore.server.auth import ChannelSecurity
+        :class:`graphstore.auth.ChannelSecurity`."""
+        from graphstore.auth import ChannelSecurity
 
         tls = self.tls
         if tls is None:
@@ -545,7 +545,7 @@ def _read_tls(reader: _FieldReader, data: Mapping, check_files: bool) -> TlsSett
 def _read_token(reader: _FieldReader, data: Mapping) -> tuple[str | None, str | None]:
     """``(token, token_file)``: the token from the YAML or read from its file (needed by launch,
     status and stop alike: the Shutdown and Stats calls carry it)."""
-    from graphstore.server.auth import read_token_file, validate_token
+    from graphstore.auth import read_token_file, validate_token
 
     if data.get("token") is not None and data.get("token_file") is not None:
         raise reader.error("token", "and token_file exclude each other (give one)")

@@ -4,7 +4,7 @@ Used by ``graphstore launch``, ``status`` and ``stop``. Deliberately light: it i
 the generated stubs only (no torch, no numpy), so a container health check that runs
 ``graphstore status --probe`` every few seconds starts in a fraction of a second.
 
-Every call takes an optional :class:`graphstore.server.auth.ChannelSecurity` (TLS and the shared
+Every call takes an optional :class:`graphstore.auth.ChannelSecurity` (TLS and the shared
 token, from the cluster config); the health check is answered without the token, Stats and Shutdown
 need it when the servers have one.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from graphstore.server.auth import NO_SECURITY, ChannelSecurity
+from graphstore.auth import NO_SECURITY, ChannelSecurity
 
 # The status a probe reports for a server that did not answer at all.
 UNREACHABLE = "UNREACHABLE"

@@ -16,36 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from graphstore.ids import as_id_array, check_id_range, first_outside
 from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
-
-NODE_POLICY = "node"
-EDGE_POLICY = "edge"
+from graphstore.types import EDGE, NODE
 
 
 def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
-
-
-def as_id_array(ids: Any, name: str = "ids") -> np.ndarray:
-    """Convert IDs (numpy array, torch tensor, sequence or scalar) to an int64 numpy array without copying
-    where possible.
-
-    Raises:
-        TypeError: if the IDs are not integers.
-    """
-    if _is_torch(ids):
-        ids = ids.detach()
-        if ids.device.type != "cpu":
-            ids = ids.cpu()
-        ids = ids.numpy()
-    arr = np.asarray(ids)
-    if arr.dtype == np.int64:
-        return arr
-    if arr.size == 0:
-        return arr.astype(np.int64)
-    if arr.dtype.kind not in "iu":
-        raise TypeError(f"{name} must be integers, got dtype {arr.dtype}")
-    return arr.astype(np.int64)
 
 
 def _like(result: np.ndarray, template: Any):
@@ -63,15 +40,6 @@ def route_ids(ids: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     IDs must already be known to lie in ``[bounds[0], bounds[-1])``.
     """
     return np.searchsorted(bounds, ids, side="right") - 1
-
-
-def _check_range(ids: np.ndarray, limit: int, what: str) -> None:
-    if ids.size == 0:
-        return
-    lo, hi = ids.min(), ids.max()
-    if lo < 0 or hi >= limit:
-        bad = int(lo) if lo < 0 else int(hi)
-        raise IndexError(f"{what} ID {bad} out of range [0, {limit})")
 
 
 def _check_bounds(bounds: Sequence[int] | np.ndarray, what: str) -> np.ndarray:
@@ -202,14 +170,14 @@ class RangePartitionBook:
         """
         self._check_ntype(ntype)
         ids = as_id_array(nids, "nids")
-        _check_range(ids, int(self._node_bounds[-1]), "node")
+        check_id_range(ids, int(self._node_bounds[-1]), "node IDs")
         return _like(route_ids(ids, self._node_bounds), nids)
 
     def eid2partid(self, eids: Any, etype: str = DEFAULT_ETYPE):
         """Owning partition of each edge ID (see :meth:`nid2partid`)."""
         self._check_etype(etype)
         ids = as_id_array(eids, "eids")
-        _check_range(ids, int(self._edge_bounds[-1]), "edge")
+        check_id_range(ids, int(self._edge_bounds[-1]), "edge IDs")
         return _like(route_ids(ids, self._edge_bounds), eids)
 
     def partid2nids(self, partid: int, ntype: str = DEFAULT_NTYPE):
@@ -300,11 +268,8 @@ class RangePartitionBook:
 
 
 def _check_owned(ids: np.ndarray, start: int, end: int, partid: int, what: str) -> None:
-    if ids.size == 0:
-        return
-    lo, hi = ids.min(), ids.max()
-    if lo < start or hi >= end:
-        bad = int(lo) if lo < start else int(hi)
+    bad = first_outside(ids, start, end)
+    if bad is not None:
         raise IndexError(f"{what} ID {bad} is not owned by partition {partid} (owns [{start}, {end}))")
 
 
@@ -321,11 +286,11 @@ class PartitionPolicy:
 
     def __init__(self, policy_str: str, partition_book: RangePartitionBook):
         kind, _, type_name = str(policy_str).partition(":")
-        if kind == NODE_POLICY:
+        if kind == NODE:
             type_name = type_name or DEFAULT_NTYPE
             if type_name != DEFAULT_NTYPE:
                 raise ValueError(f"policy_str={policy_str!r}: unknown node type {type_name!r}")
-        elif kind == EDGE_POLICY:
+        elif kind == EDGE:
             type_name = type_name or DEFAULT_ETYPE
             if type_name != DEFAULT_ETYPE:
                 raise ValueError(f"policy_str={policy_str!r}: unknown edge type {type_name!r}")
@@ -348,12 +313,12 @@ class PartitionPolicy:
     @property
     def is_node(self) -> bool:
         """Whether the rows are indexed by node IDs."""
-        return self._kind == NODE_POLICY
+        return self._kind == NODE
 
     @property
     def is_edge(self) -> bool:
         """Whether the rows are indexed by edge IDs."""
-        return self._kind == EDGE_POLICY
+        return self._kind == EDGE
 
     @property
     def type_name(self) -> str:
@@ -371,7 +336,7 @@ class PartitionPolicy:
         return self._book.partid
 
     def _bounds(self) -> np.ndarray:
-        return self._book.node_bounds if self._kind == NODE_POLICY else self._book.edge_bounds
+        return self._book.node_bounds if self._kind == NODE else self._book.edge_bounds
 
     def to_local(self, ids: Any):
         """Local offsets, in this policy's partition, of global IDs it owns.
@@ -379,7 +344,7 @@ class PartitionPolicy:
         Raises:
             IndexError: for an ID this partition does not own.
         """
-        if self._kind == NODE_POLICY:
+        if self._kind == NODE:
             return self._book.nid2localnid(ids, self.part_id, self._type_name)
         return self._book.eid2localeid(ids, self.part_id, self._type_name)
 
@@ -389,7 +354,7 @@ class PartitionPolicy:
         Raises:
             IndexError: for an ID outside the graph.
         """
-        if self._kind == NODE_POLICY:
+        if self._kind == NODE:
             return self._book.nid2partid(ids, self._type_name)
         return self._book.eid2partid(ids, self._type_name)
 

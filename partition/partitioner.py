@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from graphstore.dtypes import name_of
+from graphstore.dtypes import float32_to_bfloat16_bits, name_of
 from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR
 from graphstore.partition.graph import GraphData, graph_from_arrays, load_graph, validate_graph
 from graphstore.partition.metis import (
@@ -336,20 +336,6 @@ def relabel(part: np.ndarray, src: np.ndarray, dst: np.ndarray, num_parts: int) 
 # ----- feature storage ----------------------------------------------------------------------------
 
 
-def float_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """bfloat16 bit patterns (uint16) of float values, rounded to nearest even like ``torch.bfloat16``.
-
-    NaNs stay (quiet) NaNs; infinities and overflow become infinities.
-    """
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounding = ((bits >> np.uint32(16)) & np.uint32(1)) + np.uint32(0x7FFF)
-    out = ((bits + rounding) >> np.uint32(16)).astype(np.uint16)
-    nan = np.isnan(values)
-    if nan.any():
-        out[nan] = ((bits[nan] >> np.uint32(16)) | np.uint32(0x0040)).astype(np.uint16)
-    return out
-
-
 def storage_dtype_name(array: np.ndarray, name: str, feat_dtype: str | None) -> str:
     """Canonical dtype an input array is stored as.
 
@@ -370,7 +356,7 @@ def storage_dtype_name(array: np.ndarray, name: str, feat_dtype: str | None) -> 
 def convert_rows(rows: np.ndarray, dtype_name: str) -> np.ndarray:
     """Rows converted to the storage form of ``dtype_name`` (bfloat16 as uint16 bits)."""
     if dtype_name == "bfloat16":
-        return float_to_bfloat16_bits(rows)
+        return float32_to_bfloat16_bits(rows)
     from graphstore.dtypes import info
 
     return np.ascontiguousarray(rows, dtype=info(dtype_name).storage)

@@ -1,1 +1,11 @@
-"""The wire protocol: ``graphstore.proto``, its generated stubs, and the tensor <-> message codec."""
+"""The wire protocol: ``graphstore.proto``, its generated stubs (``graphstore_pb2``,
+``graphstore_pb2_grpc``), the tensor <-> message codec (``codec``) and the service names
+(``service``).
+
+The stubs are not imported here, so ``python -m graphstore.protos.codegen`` runs even when they are
+missing or stale.
+"""
+
+from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+
+__all__ = ["ERROR_METADATA_KEY", "SERVICE_NAME"]

@@ -23,7 +23,7 @@ import numpy as np
 
 from graphstore import dtypes
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.types import (
+from graphstore.types import (
     EDGE,
     NODE,
     PartitionMetadata,

@@ -2,11 +2,11 @@
 
 ``graphstore server --part-config G.json --part-id K --port P`` calls :func:`serve`. The process
 
-1. raises glibc's malloc thresholds (:mod:`graphstore.server.malloc`),
+1. raises glibc's malloc thresholds (:mod:`graphstore.malloc`),
 2. loads its partition with memory-mapped arrays (optionally restores a checkpoint: a given folder,
    or the newest periodic checkpoint of this partition with ``restore_latest``),
 3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services (TLS and the
-   shared-token check when configured, :mod:`graphstore.server.auth`), the Prometheus metrics
+   shared-token check when configured, :mod:`graphstore.auth`), the Prometheus metrics
    endpoint and the periodic checkpointer when asked, reports SERVING, and prints one startup line
    with its address, partition and load time,
 4. on SIGTERM / SIGINT or a Shutdown call: reports NOT_SERVING, stops accepting new calls, lets the
@@ -29,12 +29,13 @@ from dataclasses import dataclass
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
-from graphstore.server.auth import TokenAuthInterceptor, server_credentials, validate_token
-from graphstore.server.malloc import raise_malloc_thresholds
+from graphstore.auth import TokenAuthInterceptor, server_credentials, validate_token
+from graphstore.malloc import raise_malloc_thresholds
+from graphstore.protos.service import SERVICE_NAME
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
 from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer, restore_latest
-from graphstore.server.servicer import SERVICE_NAME, PartitionServicer
+from graphstore.server.servicer import PartitionServicer
 
 logger = logging.getLogger(__name__)
 

@@ -18,13 +18,12 @@ optimizer that wrote them.
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from graphstore.server.types import OPTIMIZERS, OptimizerConfig
+from graphstore.types import OPTIMIZERS, OptimizerConfig
 
 # The state arrays each kind keeps; the names are what checkpoints store.
 STATE_NAMES: dict[str, tuple[str, ...]] = {
@@ -40,24 +39,6 @@ class _TensorState:
 
     kind: str
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-def validate_config(config: OptimizerConfig) -> None:
-    """Check an optimizer config's kind and hyper-parameters.
-
-    Raises:
-        ValueError: unknown kind, ``lr <= 0`` (or not finite), ``eps < 0``, betas outside ``[0, 1)``.
-    """
-    if config.kind not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer kind {config.kind!r}; supported: {list(OPTIMIZERS)}")
-    if not (math.isfinite(config.lr) and config.lr > 0):
-        raise ValueError(f"optimizer lr must be a finite number > 0, got {config.lr!r}")
-    if not (math.isfinite(config.eps) and config.eps >= 0):
-        raise ValueError(f"optimizer eps must be a finite number >= 0, got {config.eps!r}")
-    if config.kind == "adam":
-        for label, beta in (("beta1", config.beta1), ("beta2", config.beta2)):
-            if not (0.0 <= beta < 1.0):
-                raise ValueError(f"adam {label} must be in [0, 1), got {beta!r}")
 
 
 def allocate_state(kind: str, num_rows: int, dim: int) -> dict[str, np.ndarray]:
@@ -173,7 +154,6 @@ class SparseOptimizerState:
                 rows not a writable 2-D float32 array, ids not unique / out of range, grads of the
                 wrong shape or dtype, or non-finite grads.
         """
-        validate_config(config)
         if not isinstance(rows, np.ndarray) or rows.ndim != 2 or rows.dtype != np.float32:
             raise ValueError(
                 f"tensor {name!r}: sparse optimizers update 2-D float32 tensors, got "

@@ -28,7 +28,7 @@ from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, sav
 from graphstore.server.gather import RowGatherer
 from graphstore.server.optimizer import SparseOptimizerState
 from graphstore.server.storage import IdRange, TensorStore
-from graphstore.server.types import (
+from graphstore.types import (
     EDGE,
     NODE,
     InitSpec,
@@ -62,7 +62,7 @@ def _edge_feature_name(name: str, node_names: set[str]) -> str:
 
 
 class PartitionServer:
-    """The data and operations of one partition (see :class:`graphstore.server.types.PartitionAPI`).
+    """The data and operations of one partition (see :class:`graphstore.types.PartitionAPI`).
 
     Args:
         partition: the loaded partition (arrays memory-mapped).
@@ -334,7 +334,7 @@ class PartitionServer:
                 f"prob: tensor {prob!r} must have one weight per edge, got row shape {tensor.row_shape}"
             )
         if tensor.dtype == "bfloat16":
-            from graphstore.server.storage import bfloat16_bits_to_float32
+            from graphstore.dtypes import bfloat16_bits_to_float32
 
             return bfloat16_bits_to_float32(tensor.data.reshape(-1))
         if tensor.dtype == "bool":

@@ -9,7 +9,7 @@ Handlers receive the raw request bytes and parse them themselves, so that a trun
 request is answered with INVALID_ARGUMENT (grpcio would answer a failing deserializer with a bare
 INTERNAL). Pull answers come from :func:`graphstore.protos.codec.pull_response_buffer`: the rows are
 gathered straight into the answer's bytes. The error's Python type also travels in the trailing
-metadata (``graphstore-error``) so :class:`graphstore.client.remote.RemotePartition` raises the same
+metadata (``graphstore-error``) so :class:`graphstore.client.transport.RemotePartition` raises the same
 exception type as the in-process server does.
 
 Two optional hooks serve the reliability features: ``metrics`` (a
@@ -33,15 +33,13 @@ from google.protobuf.message import DecodeError
 from graphstore.errors import BarrierTimeoutError
 from graphstore.protos import codec
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:
     from graphstore.server.metrics import ServerMetrics
 
 logger = logging.getLogger(__name__)
-
-SERVICE_NAME = "graphstore.PartitionService"
-ERROR_METADATA_KEY = "graphstore-error"
 
 # Python exception -> (gRPC status, the name the client maps back). Order matters: the OSError
 # subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
@@ -377,13 +375,7 @@ class PartitionServicer:
         ids = codec.read_ids(request.ids, "ids")
         grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
         opt = request.optimizer
-        config = OptimizerConfig(
-            kind=opt.kind,
-            lr=_finite(opt.lr, "optimizer.lr"),
-            eps=_finite(opt.eps, "optimizer.eps"),
-            beta1=_finite(opt.beta1, "optimizer.beta1"),
-            beta2=_finite(opt.beta2, "optimizer.beta2"),
-        )
+        config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
         self._on_update()
         if self._metrics is not None:

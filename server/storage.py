@@ -25,8 +25,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphstore import dtypes
+from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
+from graphstore.ids import as_id_array, first_outside
 from graphstore.server.gather import RowGatherer
-from graphstore.server.types import EDGE, INITIALIZERS, NODE, InitSpec, TensorScheme
+from graphstore.types import EDGE, INITIALIZERS, NODE, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
 
@@ -102,36 +104,14 @@ def to_local_ids(ids: np.ndarray, start: int, end: int, arg: str, what: str, par
         ValueError: ``ids`` is not 1-d, or an ID is negative or outside ``[start, end)``; the message
             names the first offending ID.
     """
-    ids = np.asarray(ids)
-    if ids.ndim != 1:
-        raise ValueError(f"{arg}: expected a 1-d array of IDs, got shape {list(ids.shape)}")
-    if ids.dtype.kind not in "iu":
-        raise ValueError(f"{arg}: IDs must be integers, got dtype {ids.dtype}")
-    local = ids.astype(np.int64, copy=False) - start
-    if local.size and (local.min() < 0 or local.max() >= end - start):
-        bad = ids[(local < 0) | (local >= end - start)][0]
+    ids = as_id_array(ids, arg, one_dim=True)
+    bad = first_outside(ids, start, end)
+    if bad is not None:
         raise ValueError(
-            f"{arg}: {what} ID {int(bad)} is not owned by partition {part_id} "
+            f"{arg}: {what} ID {bad} is not owned by partition {part_id} "
             f"(it owns {what} IDs [{start}, {end}))"
         )
-    return local
-
-
-def bfloat16_bits_to_float32(bits: np.ndarray) -> np.ndarray:
-    """Widen bfloat16 bit patterns (uint16) to float32 exactly."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
-
-
-def float32_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
-    """Round float32 values to bfloat16 (round to nearest even, NaN kept NaN) as uint16 bit patterns."""
-    bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
-    rounded = ((bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)).astype(
-        np.uint16
-    )
-    nan = np.isnan(values)
-    if nan.any():
-        rounded[nan] = ((bits[nan] >> np.uint32(16)) | np.uint32(0x40)).astype(np.uint16)
-    return rounded
+    return ids - start
 
 
 def _widen(values: np.ndarray, dtype: str) -> np.ndarray:

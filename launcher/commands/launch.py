@@ -41,6 +41,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from graphstore.auth import TOKEN_ENV
 from graphstore.errors import GraphstoreError
 from graphstore.launcher.config import ClusterConfig, ServerSpec, load_cluster_config, validate_remote_exec
 from graphstore.launcher.control import (
@@ -51,7 +52,6 @@ from graphstore.launcher.control import (
     request_shutdown,
 )
 from graphstore.launcher.supervisor import ManagedProcess, ProcessSpec, Supervisor, exit_code_of
-from graphstore.server.auth import TOKEN_ENV
 
 DEFAULT_MASTER_PORT = 29500
 

@@ -96,7 +96,7 @@ def resolve_token(args: argparse.Namespace) -> str | None:
         FileNotFoundError: a missing token file.
         ValueError: an invalid token.
     """
-    from graphstore.server.auth import TOKEN_ENV, read_token_file, validate_token
+    from graphstore.auth import TOKEN_ENV, read_token_file, validate_token
 
     if args.token_file:
         return read_token_file(args.token_file, "--token-file")

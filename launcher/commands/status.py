@@ -83,7 +83,7 @@ def _format_metrics(report) -> list[str]:
 
 
 def _probe_security(args: argparse.Namespace, config):
-    from graphstore.server.auth import ChannelSecurity
+    from graphstore.auth import ChannelSecurity
 
     if args.tls_ca is not None or args.tls_server_name is not None:
         return ChannelSecurity(ca=args.tls_ca, server_name=args.tls_server_name, use_tls=True)

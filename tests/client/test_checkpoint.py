@@ -16,6 +16,7 @@ from graphstore.client.api import exit_client
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.optim import SparseAdagrad, SparseAdam
+from graphstore.launcher.local_servers import start_servers
 from tests.client.optim_helpers import (
     KINDS,
     cluster_config,
@@ -31,7 +32,6 @@ from tests.client.optim_helpers import (
     stop_forkserver,
     train_embeddings,
 )
-from tests.utils.cluster import start_servers
 from tests.utils.graphs import make_partitioned_graph
 
 DIM = 8

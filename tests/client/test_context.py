@@ -11,8 +11,8 @@ import pytest
 from graphstore.client import api
 from graphstore.client.config import ClientConfig, ServerAddress, load_client_config
 from graphstore.client.context import ClientContext, current_context, get_context, trainer_rank_and_world
-from graphstore.client.types import RpcPolicy
 from graphstore.errors import ConfigError, ServerUnavailableError
+from graphstore.rpc import RpcPolicy
 from tests.utils.graphs import make_partitioned_graph
 
 # ----- config parsing (no servers) ----------------------------------------------------------------
@@ -210,7 +210,7 @@ def test_initialize_with_no_server_listening_fails_fast_naming_it():
 
 
 def test_server_that_dies_gives_a_named_error_not_a_hang(tmp_path):
-    from tests.utils.cluster import start_servers
+    from graphstore.launcher.local_servers import start_servers
 
     config_path, graph = make_partitioned_graph(tmp_path, num_nodes=200, num_parts=1, feat_dim=4)
     group = start_servers(config_path, 1)

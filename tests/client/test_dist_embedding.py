@@ -10,7 +10,7 @@ import torch
 
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_tensor import DistTensor
-from graphstore.server.types import InitSpec
+from graphstore.types import InitSpec
 from tests.client import test_dist_tensor as shared
 from tests.client.test_dist_tensor import NUM_NODES, unique_name
 

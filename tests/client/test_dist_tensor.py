@@ -25,8 +25,8 @@ from graphstore.client import api
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
-from graphstore.server.types import InitSpec
-from tests.utils.cluster import start_servers
+from graphstore.launcher.local_servers import start_servers
+from graphstore.types import InitSpec
 from tests.utils.graphs import REPO_ROOT, make_partitioned_graph, relabeled
 
 GRAPH_NAME = "testgraph"

@@ -337,6 +337,7 @@ def test_autocast_reads_low_precision_and_updates_with_float32_grads(standalone,
 
 # ----- 1, 2 and 4 trainer processes (gloo) against 2 real servers ------------------------------
 
+from graphstore.launcher.local_servers import start_servers  # noqa: E402
 from tests.client.optim_helpers import (  # noqa: E402
     cluster_config,
     initial_rows,
@@ -344,7 +345,6 @@ from tests.client.optim_helpers import (  # noqa: E402
     reference_run,
     train_embeddings,
 )
-from tests.utils.cluster import start_servers  # noqa: E402
 
 NUM_STEPS = 8
 SEED = 17

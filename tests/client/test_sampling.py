@@ -20,7 +20,7 @@ from graphstore.client.dist_graph import DistGraph
 from graphstore.client.nn import GraphSAGE
 from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler, Uniform
 from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
-from tests.utils.cluster import start_servers
+from graphstore.launcher.local_servers import start_servers
 from tests.utils.graphs import make_partitioned_graph, relabeled
 
 # torch warns once per process that sparse CSR tensors (used by the layers) are a beta feature.

@@ -6,6 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphstore.dtypes import float32_to_bfloat16_bits
 from graphstore.partition.metis import (
     edge_cut_fraction,
     metis_kway,
@@ -13,7 +14,7 @@ from graphstore.partition.metis import (
     repair_balance,
     symmetrize,
 )
-from graphstore.partition.partitioner import float_to_bfloat16_bits, relabel
+from graphstore.partition.partitioner import relabel
 from tests.utils.graphs import load_cora
 
 
@@ -68,14 +69,14 @@ def test_bfloat16_bits_match_torch_rounding():
     values = np.concatenate(
         [special, ties, rng.standard_normal(10000).astype(np.float32) * 10.0 ** rng.integers(-30, 30, 10000)]
     )
-    bits = float_to_bfloat16_bits(values)
+    bits = float32_to_bfloat16_bits(values)
     expected = torch.from_numpy(values).to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16)
     finite = ~np.isnan(values)
     np.testing.assert_array_equal(bits[finite], expected[finite])
     back = torch.from_numpy(bits.view(np.int16)).view(torch.bfloat16).float().numpy()
     assert np.isnan(back[~finite]).all()
     # 2-d input keeps its shape
-    assert float_to_bfloat16_bits(values[:12].reshape(3, 4)).shape == (3, 4)
+    assert float32_to_bfloat16_bits(values[:12].reshape(3, 4)).shape == (3, 4)
 
 
 def test_metis_multi_constraint_and_repair_on_cora():

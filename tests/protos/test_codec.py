@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from graphstore import dtypes
 from graphstore.protos import codec
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.types import PartitionMetadata, TensorScheme
+from graphstore.types import PartitionMetadata, TensorScheme
 
 DTYPES = sorted(dtypes.BY_NAME)
 

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import yaml
 
+from graphstore.launcher.local_servers import wait_serving
 from tests.launcher.helpers import end_process_group, free_ports, pid_alive, wait_gone  # noqa: F401
-from tests.utils.cluster import wait_serving
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]

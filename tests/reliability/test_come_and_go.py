@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphstore.client.remote import RemotePartition
+from graphstore.client.transport import RemotePartition
 from tests.reliability.helpers import REPO, cluster_dict, free_ports, write_yaml
 
 TRAIN_SCRIPT = str(Path(__file__).with_name("train_script.py"))

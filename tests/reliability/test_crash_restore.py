@@ -11,11 +11,11 @@ import time
 import numpy as np
 import pytest
 
-from graphstore.client.remote import RemotePartition
-from graphstore.client.types import RpcPolicy
+from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerUnavailableError
+from graphstore.rpc import RpcPolicy
 from graphstore.server.periodic_checkpoint import list_checkpoints, read_manifest
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.types import InitSpec, OptimizerConfig
 from tests.reliability.helpers import free_ports, kill9, restart, start_server, wait_started
 
 LR = 0.1

@@ -10,10 +10,10 @@ import shlex
 import numpy as np
 import pytest
 
-from graphstore.client.remote import RemotePartition
+from graphstore.client.transport import RemotePartition
 from graphstore.launcher.control import fetch_metrics_text, histogram_quantile, summarize_metrics
 from graphstore.server.metrics import MAX_TENSOR_LABELS, ServerMetrics, format_event
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.types import InitSpec, OptimizerConfig
 from tests.reliability.helpers import (
     cluster_dict,
     free_ports,

@@ -19,7 +19,7 @@ from graphstore.server.periodic_checkpoint import (
     restore_checkpoint_folder,
     restore_latest,
 )
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.types import InitSpec, OptimizerConfig
 
 ADAGRAD = OptimizerConfig("adagrad", lr=0.1)
 

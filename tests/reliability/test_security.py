@@ -12,11 +12,11 @@ import sys
 import numpy as np
 import pytest
 
-from graphstore.client.remote import RemotePartition
-from graphstore.client.types import RpcPolicy
+from graphstore.auth import ChannelSecurity, validate_token
+from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerError, ServerUnavailableError
 from graphstore.launcher.control import SERVING, UNREACHABLE, probe_health, request_shutdown
-from graphstore.server.auth import ChannelSecurity, validate_token
+from graphstore.rpc import RpcPolicy
 from graphstore.server.main import ServerConfig
 from tests.launcher.helpers import TRAINER_SCRIPT
 from tests.reliability.helpers import (

@@ -57,7 +57,7 @@ def main() -> int:
     from graphstore.client.optim import SparseAdagrad
     from graphstore.client.sampling import sample_neighbors
     from graphstore.client.split import node_split
-    from graphstore.server.types import InitSpec
+    from graphstore.types import InitSpec
 
     rank = int(os.environ["RANK"])
     out = Path(args.out)

@@ -10,11 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphstore.client.remote import RemotePartition
-from graphstore.client.types import RpcPolicy
+from graphstore.client.transport import RemotePartition
+from graphstore.launcher.local_servers import start_servers
 from graphstore.partition import load_partition
+from graphstore.rpc import RpcPolicy
 from graphstore.server.partition_server import PartitionServer
-from tests.utils.cluster import start_servers
 from tests.utils.graphs import make_partitioned_graph, relabeled
 
 NUM_PARTS = 2

@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from graphstore.client.remote import RemotePartition
+from graphstore.client.transport import RemotePartition
+from graphstore.launcher.local_servers import start_servers
 from graphstore.partition import load_partition
 from graphstore.server.partition_server import PartitionServer
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.types import InitSpec, OptimizerConfig
 from tests.server.conftest import NUM_NODES
-from tests.utils.cluster import start_servers
 from tests.utils.graphs import make_partitioned_graph
 
 ADAGRAD = OptimizerConfig("adagrad", lr=0.05)

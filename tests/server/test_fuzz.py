@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from graphstore.launcher.local_servers import start_servers
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.servicer import SERVICE_NAME
+from graphstore.protos.service import SERVICE_NAME
 from tests.server.conftest import NUM_NODES
-from tests.utils.cluster import start_servers
 
 NUM_EXAMPLES = 2100
 # Everything except Shutdown (it would stop the server) and Checkpoint (it writes where the path says).

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from graphstore.server.optimizer import STATE_NAMES, SparseOptimizerState
-from graphstore.server.types import OptimizerConfig
+from graphstore.types import OptimizerConfig
 
 
 def _naive_step(kind, weights, state, ids, grads, cfg):
@@ -139,17 +139,6 @@ def _fresh(kind="adagrad"):
 @pytest.mark.parametrize(
     "ids, grads, cfg, match",
     [
-        (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="sgd", lr=0.1), "sgd"),
-        (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adagrad", lr=0.0), "lr"),
-        (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adagrad", lr=-1.0), "lr"),
-        (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adagrad", lr=math.nan), "lr"),
-        (
-            np.array([1]),
-            np.ones((1, 3), np.float32),
-            OptimizerConfig(kind="adam", lr=0.1, beta1=1.0),
-            "beta1",
-        ),
-        (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adagrad", lr=0.1, eps=-1), "eps"),
         (np.array([1]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adam", lr=0.1), "'adagrad'"),
         (np.array([1]), np.ones((1, 4), np.float32), OptimizerConfig(kind="adagrad", lr=0.1), "shape"),
         (np.array([1, 2]), np.ones((1, 3), np.float32), OptimizerConfig(kind="adagrad", lr=0.1), "shape"),

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from graphstore import dtypes
-from graphstore.client.remote import RemotePartition
-from graphstore.client.types import RpcPolicy
-from graphstore.server.storage import bfloat16_bits_to_float32, float32_to_bfloat16_bits
-from graphstore.server.types import InitSpec, OptimizerConfig
+from graphstore.client.transport import RemotePartition
+from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
+from graphstore.rpc import RpcPolicy
+from graphstore.types import InitSpec, OptimizerConfig
 from tests.server.conftest import NUM_NODES, owned_edges, owned_nodes
 from tests.utils.threads import run_in_threads
 

@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from graphstore.client.remote import RemotePartition
-from graphstore.client.types import RpcPolicy
+from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerUnavailableError
-from graphstore.server.servicer import SERVICE_NAME
+from graphstore.launcher.local_servers import start_servers
+from graphstore.protos.service import SERVICE_NAME
+from graphstore.rpc import RpcPolicy
 from tests.server.conftest import NUM_NODES
-from tests.utils.cluster import start_servers
 
 
 def _free_port() -> int:

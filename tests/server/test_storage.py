@@ -8,16 +8,15 @@ import time
 import numpy as np
 import pytest
 
+from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
 from graphstore.server.storage import (
     IdRange,
     ReadWriteLock,
     TensorStore,
-    bfloat16_bits_to_float32,
-    float32_to_bfloat16_bits,
     scatter_add,
     to_local_ids,
 )
-from graphstore.server.types import InitSpec
+from graphstore.types import InitSpec
 
 
 def _store() -> TensorStore:

@@ -1,8 +1,8 @@
-"""Test helper: start real partition server processes on free loopback ports, and always end them.
+"""Start partition server processes on free ports of this host, and always end them.
 
-::
+For notebooks, tests and benchmarks that want a real cluster without a cluster file::
 
-    from tests.utils.cluster import start_servers
+    from graphstore.launcher.local_servers import start_servers
 
     with start_servers(config_path, num_parts=2) as group:
         client = RemotePartition(group.addresses[0], 0)
@@ -38,10 +38,9 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from graphstore.server.servicer import SERVICE_NAME
+from graphstore.protos.service import SERVICE_NAME
 
 _STARTUP_RE = re.compile(r"graphstore server: serving partition (\d+) of .* at (\S+) \(loaded in")
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tail(path: Path, limit: int = 4000) -> str:
@@ -126,7 +125,7 @@ def launch_server(
         *extra_args,
     ]
     with open(out_path, "w") as out, open(err_path, "w") as err:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=REPO_ROOT, start_new_session=True)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, start_new_session=True)
     return proc, out_path, err_path
 
 

@@ -1,6 +1,6 @@
 """``RemotePartition``: one partition server reached over gRPC, with the same API as the in-process one.
 
-:class:`RemotePartition` implements :class:`graphstore.server.types.PartitionAPI`, so client code
+:class:`RemotePartition` implements :class:`graphstore.types.PartitionAPI`, so client code
 runs unchanged against a :class:`~graphstore.server.partition_server.PartitionServer` in-process
 (standalone mode, co-located reads) or a server process. It adds what a network needs:
 
@@ -8,7 +8,7 @@ runs unchanged against a :class:`~graphstore.server.partition_server.PartitionSe
   server is UNAVAILABLE (restarting, not yet listening); a server that stays unreachable raises
   :class:`graphstore.errors.ServerUnavailableError` naming its address. A call never takes longer
   than :attr:`RemotePartition.max_call_time_s` (the deadline plus the retry backoffs) in all;
-- optional TLS and a shared token (:class:`graphstore.server.auth.ChannelSecurity`): the token rides
+- optional TLS and a shared token (:class:`graphstore.auth.ChannelSecurity`): the token rides
   in every call's metadata; a refused token raises :class:`graphstore.errors.ServerError` with code
   UNAUTHENTICATED or PERMISSION_DENIED;
 - keepalive pings while calls are in flight, so a connection across a cut link is noticed and
@@ -35,14 +35,15 @@ import numpy as np
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphstore import dtypes
-from graphstore.client.types import RpcPolicy
+from graphstore.auth import NO_SECURITY, ChannelSecurity
 from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
+from graphstore.ids import as_id_array
+from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos import codec
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.auth import NO_SECURITY, ChannelSecurity
-from graphstore.server.malloc import raise_malloc_thresholds
-from graphstore.server.servicer import ERROR_METADATA_KEY, SERVICE_NAME
-from graphstore.server.types import (
+from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.rpc import RpcPolicy
+from graphstore.types import (
     InitSpec,
     OptimizerConfig,
     PartitionMetadata,
@@ -101,15 +102,6 @@ _RESPONSES: dict[str, Any] = {
 
 class _ResponseTooLarge(ServerError):
     """A request or answer exceeded the gRPC message limit (RESOURCE_EXHAUSTED from gRPC itself)."""
-
-
-def _as_ids(ids: Any, arg: str) -> np.ndarray:
-    array = np.asarray(ids)
-    if array.ndim != 1:
-        raise ValueError(f"{arg}: expected a 1-d array of IDs, got shape {list(array.shape)}")
-    if array.size and array.dtype.kind not in "iu":
-        raise ValueError(f"{arg}: IDs must be integers, got dtype {array.dtype}")
-    return np.ascontiguousarray(array, dtype=np.int64)
 
 
 # Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
@@ -414,7 +406,7 @@ class RemotePartition:
             ValueError: an ID not owned by this partition.
             ServerUnavailableError: the server did not answer.
         """
-        ids = _as_ids(ids, "ids")
+        ids = as_id_array(ids, "ids", one_dim=True)
         scheme = self._scheme(name)
         if scheme is None:  # let the server produce its KeyError
             return self._pull_one(name, ids)
@@ -456,7 +448,7 @@ class RemotePartition:
             PermissionError: a read-only tensor.
             ValueError: bad op, IDs, dtype or shape.
         """
-        ids = _as_ids(ids, "ids")
+        ids = as_id_array(ids, "ids", one_dim=True)
         rows = np.asarray(rows)
         wire_op = codec.op_to_wire(op)
         if rows.ndim < 1 or rows.shape[0] != len(ids):
@@ -579,7 +571,7 @@ class RemotePartition:
             ValueError: bad seeds, fanout, edge_dir or prob.
             KeyError: unknown prob tensor.
         """
-        seeds = _as_ids(seeds, "seeds")
+        seeds = as_id_array(seeds, "seeds", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
         per_seed = 24.0 * (fanout if fanout >= 0 else self._average_degree() * _DEGREE_MARGIN)
 
@@ -601,7 +593,7 @@ class RemotePartition:
         Raises:
             ValueError: an edge not owned here.
         """
-        eids = _as_ids(eids, "eids")
+        eids = as_id_array(eids, "eids", one_dim=True)
 
         def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
             request = pb.FindEdgesRequest()
@@ -617,7 +609,7 @@ class RemotePartition:
         Raises:
             ValueError: a node not owned here.
         """
-        nodes = _as_ids(nodes, "nodes")
+        nodes = as_id_array(nodes, "nodes", one_dim=True)
 
         def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
             request = pb.InSubgraphRequest()
@@ -633,7 +625,7 @@ class RemotePartition:
         Raises:
             ValueError: a node not owned here, or a bad ``edge_dir``.
         """
-        nids = _as_ids(nids, "nids")
+        nids = as_id_array(nids, "nids", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
         requests = []
         for sl in _split(len(nids), self.policy.chunk_bytes // 16):
@@ -653,7 +645,7 @@ class RemotePartition:
             PermissionError: a read-only tensor.
             ValueError: bad IDs, grads, optimizer kind or hyper-parameters.
         """
-        ids = _as_ids(ids, "ids")
+        ids = as_id_array(ids, "ids", one_dim=True)
         grads = np.asarray(grads)
         if grads.dtype != np.float32:
             raise ValueError(f"grads must be float32, got {grads.dtype}")

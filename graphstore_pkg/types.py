@@ -1,11 +1,15 @@
-"""Contracts of the server package.
+"""Contracts every layer shares: the partition interface and the dataclasses that cross it.
 
-:class:`PartitionAPI` is the plain-Python interface of one partition. The server process
-implements it with :class:`graphstore.server.partition_server.PartitionServer` (in-process
-objects over the memory-mapped partition) and exposes it over gRPC through a thin servicer;
-the client reaches it either through :class:`graphstore.client.remote.RemotePartition` (gRPC)
-or, in standalone mode, by calling a ``PartitionServer`` directly. One implementation, two
-transports: everything the client does works the same on both.
+:class:`PartitionAPI` is the plain-Python interface of one partition. The server package implements
+it in-process (:class:`graphstore.server.partition_server.PartitionServer`, over the memory-mapped
+partition) and exposes it over gRPC through a thin servicer; the client reaches a partition through
+one of its two transports, :mod:`graphstore.client.transport.remote` (gRPC) or
+:mod:`graphstore.client.transport.inprocess` (standalone mode and co-located reads). One
+implementation, two transports: everything the client does works the same on both.
+
+This module sits at the root of the import graph (``graphstore`` <- ``protos`` <- ``server`` /
+``client``), so the wire codec, the server and the client all speak of the same types without
+importing each other.
 
 Arrays crossing this interface are numpy arrays in *storage* form (bfloat16 as uint16 bit
 patterns); the dtype travels by canonical name (:mod:`graphstore.dtypes`). IDs are global int64.
@@ -13,6 +17,7 @@ patterns); the dtype travels by canonical name (:mod:`graphstore.dtypes`). IDs a
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -68,13 +73,40 @@ class InitSpec:
 
 @dataclass(frozen=True)
 class OptimizerConfig:
-    """A sparse optimizer's kind (:data:`OPTIMIZERS`) and hyper-parameters."""
+    """A sparse optimizer's kind (:data:`OPTIMIZERS`) and hyper-parameters, checked on construction.
+
+    The one place the hyper-parameters are validated: the client builds one from the user's
+    arguments, the servicer from the wire, and both meet the same rules.
+
+    Raises:
+        ValueError: an unknown ``kind``; ``lr`` not a finite number > 0; ``eps`` not a finite
+            number >= 0; ``beta1`` / ``beta2`` outside ``[0, 1)``. The message names the field.
+    """
 
     kind: str
     lr: float
     eps: float = 1e-10
     beta1: float = 0.9
     beta2: float = 0.999
+
+    def __post_init__(self) -> None:
+        if self.kind not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer kind {self.kind!r}; supported: {list(OPTIMIZERS)}")
+        for name in ("lr", "eps", "beta1", "beta2"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise ValueError(f"optimizer {name} must be a number, got {value!r}")
+            if not math.isfinite(value):
+                raise ValueError(f"optimizer {name} must be finite, got {value!r}")
+        if not self.lr > 0:
+            raise ValueError(f"optimizer lr must be a finite number > 0, got {self.lr!r}")
+        if not self.eps >= 0:
+            raise ValueError(f"optimizer eps must be a finite number >= 0, got {self.eps!r}")
+        for index, name in enumerate(("beta1", "beta2")):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ValueError(
+                    f"optimizer {name} (betas[{index}]) must be in [0, 1), got {getattr(self, name)!r}"
+                )
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,35 @@
+"""The in-process transport: a partition loaded in this process, behind the same interface as a server.
+
+Standalone mode (every partition in-process, no network) and co-located reads (a trainer reading its
+own host's partition from the mapped files) both open partitions here. This is the one module of the
+client that reaches into the server package: the object it returns is the server's own
+:class:`~graphstore.server.partition_server.PartitionServer`, so the two transports share one
+implementation of every operation.
+"""
+
+from __future__ import annotations
+
+from graphstore.partition.types import PartitionData
+from graphstore.server.partition_server import PartitionServer
+from graphstore.types import PartitionAPI
+
+# In-process reads in a trainer gather on the calling thread: the loader threads are already the
+# trainer's parallelism, and a spare core belongs to the model training beside them. (A partition
+# server, whose idle cores serve nobody else, splits large gathers across threads.)
+TRAINER_GATHER_THREADS = 1
+
+
+def open_in_process(data: PartitionData, *, read_only: bool = False) -> PartitionAPI:
+    """A partition answered in this process.
+
+    Args:
+        data: the loaded (memory-mapped) partition.
+        read_only: a view of the partition's read-only data and structure beside a running server
+            (co-located reads); writes and new tensors go to the server. False for standalone mode,
+            where this object is the partition's only owner.
+
+    Returns:
+        An object implementing :class:`graphstore.types.PartitionAPI`, plus ``pull_into(name, ids,
+        out)``, which gathers rows straight into a caller's array.
+    """
+    return PartitionServer(data, read_only_view=read_only, gather_threads=TRAINER_GATHER_THREADS)
