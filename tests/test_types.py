@@ -18,7 +18,7 @@ from graphstore.types import OptimizerConfig
         ({"kind": "adagrad", "lr": math.nan}, "lr must be finite, got nan"),
         ({"kind": "adagrad", "lr": "0.1"}, "lr must be a number"),
         ({"kind": "adagrad", "lr": True}, "lr must be a number"),
-        ({"kind": "adam", "lr": 0.1, "beta1": 1.0}, "beta1 \\(betas\\[0\\]\\) must be in \\[0, 1\\), got 1.0"),
+        ({"kind": "adam", "lr": 0.1, "beta1": 1.0}, r"beta1 \(betas\[0\]\) must be in \[0, 1\), got 1.0"),
         ({"kind": "adam", "lr": 0.1, "beta2": -0.1}, "beta2 \\(betas\\[1\\]\\) must be in"),
         ({"kind": "adagrad", "lr": 0.1, "eps": -1}, "eps must be a finite number >= 0"),
         ({"kind": "adagrad", "lr": 0.1, "eps": math.inf}, "eps must be finite"),
