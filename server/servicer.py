@@ -7,7 +7,7 @@ names the argument and value, and the server keeps serving.
 
 Handlers receive the raw request bytes and parse them themselves, so that a truncated or garbage
 request is answered with INVALID_ARGUMENT (grpcio would answer a failing deserializer with a bare
-INTERNAL). Pull answers come from :func:`graphstore.protos.codec.pull_response_buffer`: the rows are
+INTERNAL). Pull answers come from :func:`graphstore.protos.pull_wire.pull_response_buffer`: the rows are
 gathered straight into the answer's bytes. The error's Python type also travels in the trailing
 metadata (``graphstore-error``) so :class:`graphstore.client.transport.RemotePartition` raises the same
 exception type as the in-process server does.
@@ -30,7 +30,7 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from graphstore.errors import BarrierTimeoutError
-from graphstore.protos import codec
+from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
@@ -217,7 +217,7 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
-        target = codec.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
+        target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
@@ -228,7 +228,7 @@ class PartitionServicer:
         rows = self._server.pull(request.name, ids)
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "pull", rows.nbytes)
-        return codec.encode_pull_response(rows, scheme.dtype)
+        return pull_wire.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)
