@@ -51,6 +51,14 @@ def _read_varint(buf, pos: int, end: int) -> tuple[int, int]:
             raise ValueError("varint longer than 10 bytes in pull response")
 
 
+def _read_length_delimited(buf, pos: int, end: int, what: str) -> tuple[tuple[int, int], int]:
+    """``((start, stop) of a length-delimited payload, position after it)``; ``pos`` is at its length."""
+    length, pos = _read_varint(buf, pos, end)
+    if pos + length > end:
+        raise ValueError(f"truncated {what} in pull response")
+    return (pos, pos + length), pos + length
+
+
 def _skip_field(buf, wire_type: int, pos: int, end: int) -> int:
     if wire_type == _WIRE_VARINT:
         return _read_varint(buf, pos, end)[1]
@@ -197,11 +205,7 @@ def decode_pull_response(buf: bytes) -> tuple[np.ndarray, str]:
         key, pos = _read_varint(view, pos, end)
         field, wire_type = key >> 3, key & 7
         if field == 1 and wire_type == _WIRE_LEN:
-            length, pos = _read_varint(view, pos, end)
-            if pos + length > end:
-                raise ValueError("truncated rows field in pull response")
-            tensor_span = (pos, pos + length)
-            pos += length
+            tensor_span, pos = _read_length_delimited(view, pos, end, "rows field")
         else:
             pos = _skip_field(view, wire_type, pos, end)
     pos, end = tensor_span
@@ -214,10 +218,7 @@ def decode_pull_response(buf: bytes) -> tuple[np.ndarray, str]:
         if field == 1 and wire_type == _WIRE_VARINT:
             wire_dtype, pos = _read_varint(view, pos, end)
         elif field == 2 and wire_type == _WIRE_LEN:
-            length, pos = _read_varint(view, pos, end)
-            stop = pos + length
-            if stop > end:
-                raise ValueError("truncated shape in pull response")
+            (pos, stop), _ = _read_length_delimited(view, pos, end, "shape")
             while pos < stop:
                 dim, pos = _read_varint(view, pos, stop)
                 shape.append(dim)
@@ -225,11 +226,7 @@ def decode_pull_response(buf: bytes) -> tuple[np.ndarray, str]:
             dim, pos = _read_varint(view, pos, end)
             shape.append(dim)
         elif field == 3 and wire_type == _WIRE_LEN:
-            length, pos = _read_varint(view, pos, end)
-            if pos + length > end:
-                raise ValueError("truncated data in pull response")
-            data_span = (pos, pos + length)
-            pos += length
+            data_span, pos = _read_length_delimited(view, pos, end, "data")
         else:
             pos = _skip_field(view, wire_type, pos, end)
     name = dtype_from_wire(wire_dtype, "rows.dtype")
