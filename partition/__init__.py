@@ -9,10 +9,12 @@ Typical use::
     book = load_partition_book(result.config_path)    # RangePartitionBook
 """
 
+from graphstore.partition.assignment import assign_partitions
 from graphstore.partition.book import PartitionPolicy, RangePartitionBook
 from graphstore.partition.format import load_partition, load_partition_book, read_config
 from graphstore.partition.graph import GraphData, graph_from_arrays, load_edge_list, load_graph, load_npz
-from graphstore.partition.partitioner import PartitionResult, assign_partitions, partition_graph, relabel
+from graphstore.partition.partitioner import PartitionResult, partition_graph
+from graphstore.partition.relabel import relabel
 from graphstore.partition.types import (
     DEFAULT_ETYPE,
     DEFAULT_NTYPE,

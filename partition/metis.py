@@ -1,20 +1,23 @@
-"""Node-to-partition assignment: METIS (single- and multi-constraint) and random.
+"""Partitioning with METIS, single- and multi-constraint.
 
-METIS runs on the symmetrized graph without self loops or duplicate edges. pymetis's ``part_graph``
-hands METIS a single balancing constraint whatever vertex weights it is given, so to balance several
-quantities at once (training nodes, in-degrees, node count) this module calls the METIS library that
-pymetis ships, ``METIS_PartGraphKway`` with ``ncon > 1``, through ctypes. If that library cannot be
-called (an unknown ``idx_t`` width, a missing symbol) it falls back to pymetis with the first
-constraint and then moves nodes to even out the rest (:func:`rebalance_assignment`).
+METIS runs on the symmetrized graph without self loops or duplicate edges
+(:mod:`~graphstore.partition.symmetric_csr`). pymetis's ``part_graph`` hands METIS a single balancing
+constraint whatever vertex weights it is given, so to balance several quantities at once (training
+nodes, in-degrees, node count) this module calls the METIS library that pymetis ships,
+``METIS_PartGraphKway`` with ``ncon > 1``, through ctypes. If that library cannot be called (an
+unknown ``idx_t`` width, a missing symbol) it falls back to pymetis with the first constraint and then
+moves nodes to even out the rest (:func:`~graphstore.partition.balance_repair.repair_balance`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import logging
-from dataclasses import dataclass
 
 import numpy as np
+
+from graphstore.partition.balance_repair import repair_balance
+from graphstore.partition.symmetric_csr import SymmetricCSR
 
 logger = logging.getLogger(__name__)
 
@@ -28,104 +31,6 @@ _OPT_UFACTOR = 16
 _OPT_NUMBERING = 17
 METIS_OK = 1
 DEFAULT_UFACTOR = 30  # METIS's own k-way default: the heaviest part may exceed the average by 3%
-
-
-@dataclass(frozen=True)
-class SymmetricCSR:
-    """The symmetrized, de-duplicated, loop-free adjacency METIS partitions.
-
-    Attributes:
-        indptr: int64 [N + 1].
-        indices: int64 neighbor IDs, sorted within each row.
-    """
-
-    indptr: np.ndarray
-    indices: np.ndarray
-
-    @property
-    def num_nodes(self) -> int:
-        return int(self.indptr.shape[0] - 1)
-
-
-def sort_pairs(major: np.ndarray, minor: np.ndarray, minor_count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Sort pairs by (major, minor) through one int64 key sort; returns both columns in that order.
-
-    Packs each pair into one int64 (``major << bits | minor``) when they fit, which sorts several times
-    faster than a stable argsort and unpacks with shifts instead of divisions; falls back to
-    ``major * minor_count + minor`` otherwise. Both columns must be non-negative, ``minor < minor_count``.
-    """
-    bits = max(int(minor_count - 1).bit_length(), 1)
-    major_max = int(major.max()) if major.size else 0
-    keys = major.astype(np.int64)  # always a copy we own
-    if major_max.bit_length() + bits <= 63:
-        keys <<= np.int64(bits)
-        keys |= minor
-        keys.sort()
-        minor_sorted = keys & np.int64((1 << bits) - 1)
-        keys >>= np.int64(bits)  # in place: one fresh array fewer to page in
-        return keys, minor_sorted
-    keys *= np.int64(minor_count)
-    keys += minor
-    keys.sort()
-    return np.divmod(keys, np.int64(minor_count))
-
-
-def symmetrize(src: np.ndarray, dst: np.ndarray, num_nodes: int) -> SymmetricCSR:
-    """Build the undirected simple graph of ``src -> dst`` as CSR (both directions, no loops or duplicates).
-
-    Args:
-        src, dst: int arrays of length E with IDs in ``[0, num_nodes)``.
-        num_nodes: N.
-
-    Returns:
-        The :class:`SymmetricCSR`.
-    """
-    src = np.asarray(src)
-    dst = np.asarray(dst)
-    lo = np.minimum(src, dst).astype(np.int64, copy=False)
-    hi = np.maximum(src, dst).astype(np.int64, copy=False)
-    not_loop = lo != hi
-    if not not_loop.all():  # most graphs have no self loops: skip two copies then
-        lo, hi = lo[not_loop], hi[not_loop]
-    del not_loop
-    # Sorting the (lo, hi) pairs puts duplicates side by side.
-    lo, hi = sort_pairs(lo, hi, num_nodes)
-    if lo.size:
-        keep = np.empty(lo.size, dtype=bool)
-        keep[0] = True
-        np.not_equal(lo[1:], lo[:-1], out=keep[1:])
-        keep[1:] |= hi[1:] != hi[:-1]
-        lo, hi = lo[keep], hi[keep]  # pairs with lo < hi, sorted by (lo, hi)
-        del keep
-    # The reverse direction sorted by (hi, lo).
-    rev_row, rev_col = sort_pairs(hi, lo, num_nodes)
-    count_fwd = np.bincount(lo, minlength=num_nodes)
-    count_rev = np.bincount(rev_row, minlength=num_nodes)
-    off_fwd = np.zeros(num_nodes + 1, dtype=np.int64)
-    off_rev = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(count_fwd, out=off_fwd[1:])
-    np.cumsum(count_rev, out=off_rev[1:])
-    indptr = off_fwd + off_rev
-    # Row r lists its smaller neighbors (reverse pairs) first, then its larger ones (forward pairs),
-    # so each row comes out sorted without a sort: entry i of a group lands at i plus the other
-    # group's entries that precede it.
-    indices = np.empty(2 * lo.size, dtype=np.int64)
-    positions = np.arange(lo.size, dtype=np.int64)
-    indices[positions + off_rev[lo + 1]] = hi
-    indices[positions + off_fwd[rev_row]] = rev_col
-    return SymmetricCSR(indptr=indptr, indices=indices)
-
-
-def random_assignment(num_nodes: int, num_parts: int, seed: int = 0) -> np.ndarray:
-    """Assign nodes to partitions uniformly at random with equal part sizes (±1).
-
-    Returns:
-        int64 [num_nodes] partition index per node.
-    """
-    rng = np.random.default_rng(seed)
-    parts = np.arange(num_nodes, dtype=np.int64) % num_parts
-    rng.shuffle(parts)
-    return parts
 
 
 def _load_metis():
@@ -294,105 +199,3 @@ def _pymetis_fallback(
     if weights is not None and weights.shape[1] > 1:
         part = repair_balance(csr, part, weights, num_parts)
     return part, int(cut)
-
-
-def balance_limits(totals: np.ndarray, num_parts: int, tolerance: float) -> tuple[float, float]:
-    """The (low, high) per-part total allowed for one weight column: even share +- ``tolerance``, but
-    never tighter than the nearest integers around the even share."""
-    target = float(totals.sum()) / num_parts
-    return min(target * (1 - tolerance), np.floor(target)), max(target * (1 + tolerance), np.ceil(target))
-
-
-def _neighbor_gain(
-    csr: SymmetricCSR, part: np.ndarray, nodes: np.ndarray, source: int, dest: int
-) -> np.ndarray:
-    """For each node in ``nodes``: (# neighbors in ``dest``) - (# neighbors in ``source``)."""
-    starts = csr.indptr[nodes]
-    counts = csr.indptr[nodes + 1] - starts
-    total = int(counts.sum())
-    if total == 0:
-        return np.zeros(nodes.size, dtype=np.int64)
-    # Positions of every neighbor of every node, without a Python loop per node.
-    row_of = np.repeat(np.arange(nodes.size), counts)
-    first = np.repeat(np.cumsum(counts) - counts, counts)
-    positions = np.repeat(starts, counts) + (np.arange(total) - first)
-    neighbor_part = part[csr.indices[positions]]
-    score = (neighbor_part == dest).astype(np.int64) - (neighbor_part == source)
-    return np.bincount(row_of, weights=score, minlength=nodes.size).astype(np.int64)
-
-
-def repair_balance(
-    csr: SymmetricCSR,
-    part: np.ndarray,
-    weights: np.ndarray,
-    num_parts: int,
-    tolerance: float = 0.02,
-    max_moves: int | None = None,
-) -> np.ndarray:
-    """Move nodes between parts until every weight column is within ``tolerance`` of even per part.
-
-    Multi-constraint METIS treats its imbalance bound as a goal; on small categories (35 training
-    nodes per part) it can miss by a few nodes. This fixes what is left: repeatedly, the most
-    overloaded part of a column gives the nodes with the best edge-cut gain (most neighbors in the
-    receiving part) to the most underloaded one.
-
-    Args:
-        csr: the symmetric adjacency METIS partitioned.
-        part: partition per node (not modified).
-        weights: int [N, ncon] vertex weights.
-        num_parts: number of parts.
-        tolerance: allowed relative deviation from the even share.
-        max_moves: bound on the number of move rounds (default ``8 * num_parts * ncon``).
-
-    Returns:
-        A new int64 assignment.
-    """
-    part = np.array(part, dtype=np.int64)
-    weights = np.asarray(weights)
-    if weights.ndim == 1:
-        weights = weights[:, None]
-    ncon = weights.shape[1]
-    rounds = max_moves if max_moves is not None else 8 * num_parts * ncon
-    for _ in range(rounds):
-        moved = False
-        for col in range(ncon):
-            w = weights[:, col]
-            totals = np.bincount(part, weights=w, minlength=num_parts)
-            low, high = balance_limits(totals, num_parts, tolerance)
-            if totals.max() <= high and totals.min() >= low:
-                continue
-            target = totals.sum() / num_parts
-            source = int(np.argmax(totals))
-            dest = int(np.argmin(totals))
-            amount = min(totals[source] - target, target - totals[dest])
-            candidates = np.flatnonzero((part == source) & (w > 0))
-            if candidates.size == 0 or amount <= 0:
-                continue
-            gain = _neighbor_gain(csr, part, candidates, source, dest)
-            order = np.argsort(-gain, kind="stable")
-            cum = np.cumsum(w[candidates[order]])
-            take = max(1, int(np.searchsorted(cum, amount, side="right")))
-            part[candidates[order[:take]]] = dest
-            moved = True
-        if not moved:
-            break
-    return part
-
-
-def edge_cut_fraction(src: np.ndarray, dst: np.ndarray, part: np.ndarray, chunk: int = 1 << 24) -> float:
-    """Fraction of directed edges whose endpoints lie in different partitions.
-
-    Args:
-        src, dst: edge endpoints.
-        part: partition index per node.
-        chunk: edges processed per step (bounds temporary memory).
-    """
-    total = int(src.shape[0])
-    if total == 0:
-        return 0.0
-    cut = 0
-    for start in range(0, total, chunk):
-        s = np.asarray(src[start : start + chunk])
-        d = np.asarray(dst[start : start + chunk])
-        cut += int(np.count_nonzero(part[s] != part[d]))
-    return cut / total

@@ -1,6 +1,6 @@
 """The wire protocol: ``graphstore.proto``, its generated stubs (``graphstore_pb2``,
-``graphstore_pb2_grpc``), the tensor <-> message codec (``codec``) and the service names
-(``service``).
+``graphstore_pb2_grpc``), the tensor <-> message codec (``codec``), the hand-written pull answer
+(``pull_wire``) and the service names (``service``).
 
 The stubs are not imported here, so ``python -m graphstore.protos.codegen`` runs even when they are
 missing or stale.

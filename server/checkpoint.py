@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from graphstore import dtypes
-from graphstore.server.storage import StoredTensor, TensorStore
+from graphstore.server.stored_tensor import StoredTensor
+from graphstore.server.tensor_store import TensorStore
 
 logger = logging.getLogger(__name__)
 

@@ -34,7 +34,8 @@ from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
-from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer, restore_latest
+from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
+from graphstore.server.periodic_restore import restore_latest
 from graphstore.server.servicer import PartitionServicer
 
 logger = logging.getLogger(__name__)

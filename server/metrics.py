@@ -83,11 +83,8 @@ class ServerMetrics:
     def __init__(self, part_id: int) -> None:
         self.part_id = part_id
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = Counter(
-            "graphstore_rpc_requests",
-            "Calls answered, by method and gRPC status code.",
-            ["method", "code"],
-            registry=self.registry,
+        self.requests = self._counter(
+            "graphstore_rpc_requests", "Calls answered, by method and gRPC status code.", ["method", "code"]
         )
         self.latency = Histogram(
             "graphstore_rpc_latency_seconds",
@@ -96,23 +93,14 @@ class ServerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.tensor_bytes = Counter(
-            "graphstore_tensor_bytes",
-            "Row bytes read or written per tensor and operation.",
-            ["tensor", "op"],
-            registry=self.registry,
+        self.tensor_bytes = self._counter(
+            "graphstore_tensor_bytes", "Row bytes read or written per tensor and operation.", ["tensor", "op"]
         )
-        self.auth_denied = Counter(
-            "graphstore_auth_denied",
-            "Calls refused by the token check, by gRPC status code.",
-            ["code"],
-            registry=self.registry,
+        self.auth_denied = self._counter(
+            "graphstore_auth_denied", "Calls refused by the token check, by gRPC status code.", ["code"]
         )
-        self.checkpoints = Counter(
-            "graphstore_checkpoints",
-            "Periodic checkpoints, by outcome (written, failed).",
-            ["outcome"],
-            registry=self.registry,
+        self.checkpoints = self._counter(
+            "graphstore_checkpoints", "Periodic checkpoints, by outcome (written, failed).", ["outcome"]
         )
         self.checkpoint_seconds = Histogram(
             "graphstore_checkpoint_seconds",
@@ -123,6 +111,10 @@ class ServerMetrics:
         self._labels_lock = threading.Lock()
         self._tensor_labels: set[str] = set()
         self._http = None
+
+    def _counter(self, name: str, documentation: str, labels: list[str]) -> Counter:
+        """A counter of this server's registry."""
+        return Counter(name, documentation, labels, registry=self.registry)
 
     def rpc_done(self, method: str, code: str, seconds: float) -> None:
         """Count one answered call and observe its latency."""

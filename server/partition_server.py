@@ -4,7 +4,7 @@ The gRPC servicer (:mod:`graphstore.server.servicer`) is a thin layer over this 
 client's standalone mode and co-located reads call it in-process, so every behaviour (range checks,
 locking, error types) is defined once, here and in the modules it composes:
 
-- :mod:`~graphstore.server.storage`: named tensors, locks, versions, global -> local IDs;
+- :mod:`~graphstore.server.tensor_store`: named tensors, locks, versions, global -> local IDs;
 - :mod:`~graphstore.server.sampler`: vectorized neighbor sampling and structure queries;
 - :mod:`~graphstore.server.optimizer`: sparse optimizer state beside the rows;
 - :mod:`~graphstore.server.barrier`: named barriers;
@@ -26,8 +26,10 @@ from graphstore.server import sampler
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
 from graphstore.server.gather import RowGatherer
+from graphstore.server.host_memory import read_rss_bytes
+from graphstore.server.id_range import IdRange
 from graphstore.server.optimizer import SparseOptimizerState
-from graphstore.server.storage import IdRange, TensorStore
+from graphstore.server.tensor_store import TensorStore
 from graphstore.types import (
     EDGE,
     NODE,
@@ -39,20 +41,6 @@ from graphstore.types import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def read_rss_bytes() -> tuple[int, int]:
-    """``(VmRSS, RssAnon)`` of this process in bytes from /proc/self/status (0, 0 where unavailable)."""
-    values = {"VmRSS:": 0, "RssAnon:": 0}
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                key = line.split(":", 1)[0] + ":"
-                if key in values:
-                    values[key] = int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return values["VmRSS:"], values["RssAnon:"]
 
 
 def _edge_feature_name(name: str, node_names: set[str]) -> str:

@@ -1,12 +1,11 @@
-"""Periodic, atomic checkpoints of one partition server, and the restore a restarted server runs.
+"""Periodic, atomic checkpoints of one partition server.
 
 A server started with ``--checkpoint-dir DIR`` (and ``--checkpoint-every-s`` and/or
 ``--checkpoint-every-updates``) writes every writable tensor it holds (run-time tensors such as
 embeddings, and partition features loaded with ``--writable-features``), with the sparse optimizer
-state beside the rows, into::
-
-    DIR/part-K/ckpt-00000007/manifest.json          what, when, how many updates it includes
-    DIR/part-K/ckpt-00000007/tensors/<name>/...     server.checkpoint's layout (rows keyed by original IDs)
+state beside the rows, into ``DIR/part-K/ckpt-N`` (the layout is in
+:mod:`~graphstore.server.periodic_checkpoint_folders`; a restarted server reads it back with
+:mod:`~graphstore.server.periodic_restore`).
 
 Each checkpoint is written into a hidden temporary folder (``.tmp-ckpt-...``), its files and folders
 are fsync'ed, and only then is it renamed to ``ckpt-N``: a reader, or a server restarting after a
@@ -19,9 +18,6 @@ A checkpoint includes every update that was answered before it started (the mani
 ``updates``) and possibly some that arrived while it was written (each tensor is read under its
 lock, so each tensor's rows are consistent). A server that dies loses exactly the updates after its
 latest complete checkpoint: at most ``every_updates`` updates, or ``every_s`` seconds of them.
-
-``--restore-latest`` restores the newest complete checkpoint of this partition before serving (an
-older one if the newest cannot be read); with none, the server starts empty as usual.
 """
 
 from __future__ import annotations
@@ -29,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import shutil
 import threading
 import time
@@ -38,13 +33,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from graphstore.server.metrics import ServerMetrics, log_event
+from graphstore.server.periodic_checkpoint_folders import (
+    FORMAT,
+    MANIFEST,
+    TENSORS_FOLDER,
+    checkpoint_name,
+    checkpoint_sequence,
+    list_checkpoints,
+    partition_folder,
+)
 
 logger = logging.getLogger(__name__)
-
-MANIFEST = "manifest.json"
-TENSORS_FOLDER = "tensors"
-FORMAT = "graphstore-periodic-checkpoint-1"
-_CKPT_RE = re.compile(r"^ckpt-(\d{8})$")
 
 
 @dataclass(frozen=True)
@@ -79,43 +78,6 @@ class CheckpointPolicy:
             raise ValueError(f"checkpoint_keep must be >= 1, got {self.keep}")
 
 
-def partition_folder(root: str | os.PathLike, part_id: int) -> Path:
-    """``root/part-K``: where partition ``part_id`` keeps its checkpoints."""
-    return Path(root) / f"part-{part_id}"
-
-
-def list_checkpoints(root: str | os.PathLike, part_id: int) -> list[Path]:
-    """Complete checkpoints of a partition (renamed folders with a manifest), oldest first."""
-    folder = partition_folder(root, part_id)
-    if not folder.is_dir():
-        return []
-    found = []
-    for entry in folder.iterdir():
-        match = _CKPT_RE.match(entry.name)
-        if match and (entry / MANIFEST).is_file():
-            found.append((int(match.group(1)), entry))
-    return [path for _, path in sorted(found)]
-
-
-def read_manifest(path: str | os.PathLike) -> dict:
-    """A checkpoint's manifest.
-
-    Raises:
-        FileNotFoundError: no manifest.
-        ValueError: not a periodic-checkpoint manifest.
-    """
-    manifest_path = Path(path) / MANIFEST
-    try:
-        manifest = json.loads(manifest_path.read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"checkpoint {str(path)!r} has no {MANIFEST}") from None
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"checkpoint {str(path)!r}: unreadable {MANIFEST}: {exc}") from None
-    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-        raise ValueError(f"checkpoint {str(path)!r}: {MANIFEST} is not a {FORMAT} manifest")
-    return manifest
-
-
 def _fsync_tree(folder: Path) -> None:
     """fsync every file and folder under ``folder`` (the rename that follows must not outrun the data)."""
     for dirpath, _dirnames, filenames in os.walk(folder):
@@ -134,95 +96,6 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def _single_shard_view(tensors_dir: Path, view: Path, part_id: int, num_parts: int) -> None:
-    """Present one partition's shards as a one-shard checkpoint (symlinks + a patched meta.json).
-
-    ``server.checkpoint.restore_checkpoint`` reads the shards of every partition that wrote a
-    checkpoint; a periodic checkpoint holds this partition's shard only, whose rows are exactly the
-    rows this partition owns, so it restores as the only shard of a one-partition checkpoint.
-    """
-    stem = f"shard-{part_id}-of-{num_parts}"
-    for tensor_dir in tensors_dir.iterdir():
-        meta_path = tensor_dir / "meta.json"
-        if not meta_path.is_file():
-            continue
-        target = view / tensor_dir.name
-        target.mkdir()
-        meta = json.loads(meta_path.read_text())
-        meta["num_parts"] = 1
-        (target / "meta.json").write_text(json.dumps(meta))
-        for file in tensor_dir.iterdir():
-            if file.name.startswith(stem + "."):
-                (target / ("shard-0-of-1" + file.name[len(stem) :])).symlink_to(file.resolve())
-
-
-def restore_checkpoint_folder(partition, path: str | os.PathLike) -> tuple[list[str], int]:
-    """Restore one periodic checkpoint (written by this partition) into ``partition``.
-
-    Args:
-        partition: the :class:`~graphstore.server.partition_server.PartitionServer`.
-        path: a ``ckpt-N`` folder.
-
-    Returns:
-        ``(restored tensor names, rows restored)``.
-
-    Raises:
-        FileNotFoundError: a missing manifest or file.
-        ValueError: a checkpoint of another graph or partition, or unreadable content.
-    """
-    path = Path(path)
-    manifest = read_manifest(path)
-    meta = partition.metadata()
-    for key, expected in (
-        ("graph_name", meta.graph_name),
-        ("part_id", meta.part_id),
-        ("num_parts", meta.num_parts),
-    ):
-        if manifest.get(key) != expected:
-            raise ValueError(
-                f"checkpoint {str(path)!r} was written with {key}={manifest.get(key)!r}, "
-                f"this server has {key}={expected!r}"
-            )
-    if not manifest.get("tensors"):
-        return [], 0
-    view = path.parent / f".view-{uuid.uuid4().hex}"
-    view.mkdir()
-    try:
-        _single_shard_view(path / TENSORS_FOLDER, view, meta.part_id, meta.num_parts)
-        return partition.restore(str(view), list(manifest["tensors"]))
-    finally:
-        shutil.rmtree(view, ignore_errors=True)
-
-
-def restore_latest(partition, root: str | os.PathLike) -> tuple[Path, list[str], int] | None:
-    """Restore the newest readable periodic checkpoint of ``partition`` under ``root``.
-
-    A checkpoint that fails to restore is logged and the next older one is tried.
-
-    Returns:
-        ``(checkpoint folder, restored names, rows)``, or None when there is no checkpoint.
-
-    Raises:
-        ValueError: checkpoints exist but none could be restored (the message names the last error).
-    """
-    candidates = list_checkpoints(root, partition.part_id)
-    last_error: Exception | None = None
-    for path in reversed(candidates):
-        try:
-            names, rows = restore_checkpoint_folder(partition, path)
-        except (OSError, ValueError, KeyError) as exc:
-            last_error = exc
-            log_event(logger, "checkpoint_unreadable", logging.WARNING, path=path, error=exc)
-            continue
-        return path, names, rows
-    if last_error is not None:
-        raise ValueError(
-            f"checkpoint_dir: none of the {len(candidates)} checkpoints under "
-            f"{str(partition_folder(root, partition.part_id))!r} could be restored; last error: {last_error}"
-        )
-    return None
 
 
 class PeriodicCheckpointer:
@@ -249,7 +122,7 @@ class PeriodicCheckpointer:
         self._stopping = False
         self._thread: threading.Thread | None = None
         existing = list_checkpoints(policy.root, partition.part_id)
-        self._seq = int(_CKPT_RE.match(existing[-1].name).group(1)) if existing else 0
+        self._seq = checkpoint_sequence(existing[-1]) if existing else 0
         for stale in self.folder.glob(".tmp-ckpt-*"):
             shutil.rmtree(stale, ignore_errors=True)  # a write cut short by a crash
         for stale in self.folder.glob(".view-*"):
@@ -387,7 +260,7 @@ class PeriodicCheckpointer:
             }
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
             _fsync_tree(tmp)
-            final = self.folder / f"ckpt-{seq:08d}"
+            final = self.folder / checkpoint_name(seq)
             os.rename(tmp, final)
             _fsync_dir(self.folder)
         except BaseException:

@@ -7,7 +7,7 @@ names the argument and value, and the server keeps serving.
 
 Handlers receive the raw request bytes and parse them themselves, so that a truncated or garbage
 request is answered with INVALID_ARGUMENT (grpcio would answer a failing deserializer with a bare
-INTERNAL). Pull answers come from :func:`graphstore.protos.codec.pull_response_buffer`: the rows are
+INTERNAL). Pull answers come from :func:`graphstore.protos.pull_wire.pull_response_buffer`: the rows are
 gathered straight into the answer's bytes. The error's Python type also travels in the trailing
 metadata (``graphstore-error``) so :class:`graphstore.client.transport.RemotePartition` raises the same
 exception type as the in-process server does.
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -31,9 +30,10 @@ import numpy as np
 from google.protobuf.message import DecodeError
 
 from graphstore.errors import BarrierTimeoutError
-from graphstore.protos import codec
+from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.server.in_flight import CountingHandler, InFlightCalls
 from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:
@@ -41,21 +41,18 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-# Python exception -> (gRPC status, the name the client maps back). Order matters: the OSError
+# Python exception types -> (gRPC status, the name the client maps back). Order matters: the OSError
 # subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
-_STATUS_TABLE: tuple[tuple[type[BaseException], grpc.StatusCode, str], ...] = (
-    (BarrierTimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
-    (TimeoutError, grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
-    (FileExistsError, grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
-    (FileNotFoundError, grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
-    (PermissionError, grpc.StatusCode.FAILED_PRECONDITION, "PermissionError"),
-    (ConnectionAbortedError, grpc.StatusCode.UNAVAILABLE, "ConnectionAbortedError"),
-    (KeyError, grpc.StatusCode.NOT_FOUND, "KeyError"),
-    (ValueError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
-    (TypeError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
-    (OverflowError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
-    (IndexError, grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
-    (MemoryError, grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
+_STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str], ...] = (
+    ((BarrierTimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
+    ((TimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
+    ((FileExistsError,), grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
+    ((FileNotFoundError,), grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
+    ((PermissionError,), grpc.StatusCode.FAILED_PRECONDITION, "PermissionError"),
+    ((ConnectionAbortedError,), grpc.StatusCode.UNAVAILABLE, "ConnectionAbortedError"),
+    ((KeyError,), grpc.StatusCode.NOT_FOUND, "KeyError"),
+    ((ValueError, TypeError, OverflowError, IndexError), grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
+    ((MemoryError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
 )
 
 
@@ -65,8 +62,8 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
     Anything not in the table is INTERNAL (and is logged with its traceback by the caller).
     """
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-    for exc_type, code, name in _STATUS_TABLE:
-        if isinstance(exc, exc_type):
+    for exc_types, code, name in _STATUS_TABLE:
+        if isinstance(exc, exc_types):
             return code, str(message), name
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {message}", "InternalError"
 
@@ -99,54 +96,6 @@ def _serialize(response: Any) -> bytes:
     return response if isinstance(response, bytes) else response.SerializeToString()
 
 
-class _InFlight:
-    """A count of calls accepted and not yet answered, and when the last one was accepted."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._count = 0
-        self._last_enter = 0.0
-
-    def enter(self) -> None:
-        with self._cond:
-            self._count += 1
-            self._last_enter = time.monotonic()
-
-    def leave(self) -> None:
-        with self._cond:
-            self._count -= 1
-            if self._count == 0:
-                self._cond.notify_all()
-
-    def wait_quiet(self, timeout: float, settle: float) -> bool:
-        """Wait until nothing is in flight and nothing was accepted for ``settle`` seconds."""
-        end = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                now = time.monotonic()
-                quiet_for = now - self._last_enter
-                if self._count == 0 and quiet_for >= settle:
-                    return True
-                if now >= end:
-                    return False
-                wait = settle - quiet_for if self._count == 0 else end - now
-                self._cond.wait(max(min(wait, end - now), 0.001))
-
-
-class _CountingHandler(grpc.GenericRpcHandler):
-    """Routes this service's methods and counts each accepted call as in flight (the handler leaves)."""
-
-    def __init__(self, handlers: dict[str, grpc.RpcMethodHandler], in_flight: _InFlight) -> None:
-        self._handlers = handlers
-        self._in_flight = in_flight
-
-    def service(self, handler_call_details):
-        handler = self._handlers.get(handler_call_details.method)
-        if handler is not None:
-            self._in_flight.enter()
-        return handler
-
-
 class PartitionServicer:
     """Handlers of ``graphstore.PartitionService`` over a :class:`PartitionServer`.
 
@@ -170,7 +119,7 @@ class PartitionServicer:
         self._on_shutdown = on_shutdown
         self._metrics = metrics
         self._on_update = on_update or _no_update
-        self._in_flight = _InFlight()
+        self._in_flight = InFlightCalls()
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
             "Metadata": (pb.MetadataRequest, self._metadata),
             "Pull": (pb.PullRequest, self._pull),
@@ -200,7 +149,7 @@ class PartitionServicer:
             )
             for method, (request_type, handler) in self._methods.items()
         }
-        return _CountingHandler(handlers, self._in_flight)
+        return CountingHandler(handlers, self._in_flight)
 
     def wait_idle(self, timeout: float, settle: float = 0.1) -> bool:
         """Wait until no call of this service is in flight and none was accepted for ``settle`` seconds
@@ -268,7 +217,7 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
-        target = codec.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
+        target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
@@ -279,7 +228,7 @@ class PartitionServicer:
         rows = self._server.pull(request.name, ids)
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "pull", rows.nbytes)
-        return codec.encode_pull_response(rows, scheme.dtype)
+        return pull_wire.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)

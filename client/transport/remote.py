@@ -39,7 +39,7 @@ from graphstore.auth import NO_SECURITY, ChannelSecurity
 from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
 from graphstore.ids import as_id_array
 from graphstore.malloc import raise_malloc_thresholds
-from graphstore.protos import codec
+from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
 from graphstore.rpc import RpcPolicy
@@ -82,7 +82,7 @@ _INIT_KIND_TO_WIRE = {
 
 _RESPONSES: dict[str, Any] = {
     "Metadata": pb.MetadataResponse,
-    "Pull": None,  # raw bytes, decoded by codec.decode_pull_response
+    "Pull": None,  # raw bytes, decoded by pull_wire.decode_pull_response
     "Push": pb.PushResponse,
     "Init": pb.InitResponse,
     "Delete": pb.DeleteResponse,
@@ -424,14 +424,14 @@ class RemotePartition:
             requests.append(("Pull", request))
         out = np.empty((len(ids), *row_shape), dtype=storage)
         for sl, raw in zip(chunks, self._run_chunks(requests), strict=True):
-            rows, _ = codec.decode_pull_response(raw)
+            rows, _ = pull_wire.decode_pull_response(raw)
             out[sl] = rows
         return out
 
     def _pull_one(self, name: str, ids: np.ndarray) -> np.ndarray:
         request = pb.PullRequest(name=name)
         codec.write_ids(request.ids, ids)
-        rows, _ = codec.decode_pull_response(self._call("Pull", request))
+        rows, _ = pull_wire.decode_pull_response(self._call("Pull", request))
         return rows
 
     def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:

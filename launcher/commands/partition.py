@@ -72,7 +72,7 @@ def format_stats(stats: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """Partition the graph and print its statistics."""
     from graphstore.partition import load_graph, partition_graph
-    from graphstore.partition.partitioner import check_output_folder
+    from graphstore.partition.writer import check_output_folder
 
     name = args.name or os.path.splitext(os.path.basename(args.graph))[0]
     check_output_folder(args.out, args.overwrite)

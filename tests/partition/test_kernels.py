@@ -7,14 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphstore.dtypes import float32_to_bfloat16_bits
-from graphstore.partition.metis import (
-    edge_cut_fraction,
-    metis_kway,
-    random_assignment,
-    repair_balance,
-    symmetrize,
-)
-from graphstore.partition.partitioner import relabel
+from graphstore.partition.assignment import edge_cut_fraction, random_assignment
+from graphstore.partition.balance_repair import repair_balance
+from graphstore.partition.metis import metis_kway
+from graphstore.partition.relabel import relabel
+from graphstore.partition.symmetric_csr import symmetrize
 from tests.utils.graphs import load_cora
 
 

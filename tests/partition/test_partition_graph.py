@@ -9,8 +9,8 @@ import torch
 
 from graphstore.dtypes import to_torch
 from graphstore.partition import GraphData, load_partition, partition_graph, read_config
+from graphstore.partition.assignment import edge_cut_fraction
 from graphstore.partition.generate import GeneratorConfig, generate_graph
-from graphstore.partition.metis import edge_cut_fraction
 from tests.utils.graphs import load_cora, make_partitioned_graph, partition_cora, relabeled
 
 

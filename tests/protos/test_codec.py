@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphstore import dtypes
-from graphstore.protos import codec
+from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.types import PartitionMetadata, TensorScheme
 
@@ -85,22 +85,22 @@ def test_pull_fast_path_matches_protobuf_bytes(dtype, shape, seed):
     msg = pb.PullResponse()
     codec.write_tensor(msg.rows, array, dtype)
     expected = msg.SerializeToString()
-    fast = codec.encode_pull_response(array, dtype)
+    fast = pull_wire.encode_pull_response(array, dtype)
     assert fast == expected
-    rows, name = codec.decode_pull_response(expected)
+    rows, name = pull_wire.decode_pull_response(expected)
     assert name == dtype and rows.shape == tuple(shape)
     assert rows.tobytes() == array.tobytes()
 
 
 def test_pull_decoder_skips_unknown_fields_and_refuses_truncation():
     array = np.arange(6, dtype=np.float32).reshape(2, 3)
-    data = codec.encode_pull_response(array, "float32")
+    data = pull_wire.encode_pull_response(array, "float32")
     unknown = b"\x10\x07" + b"\x1a\x02ab"  # field 2 varint, field 3 bytes: unknown to PullResponse
-    rows, _ = codec.decode_pull_response(unknown + data)
+    rows, _ = pull_wire.decode_pull_response(unknown + data)
     np.testing.assert_array_equal(rows, array)
     for cut in (1, 5, len(data) - 1):
         with pytest.raises(ValueError):
-            codec.decode_pull_response(data[:cut])
+            pull_wire.decode_pull_response(data[:cut])
 
 
 def test_generated_stubs_are_up_to_date():
@@ -123,7 +123,7 @@ def test_stubs_import_as_package_modules():
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16", "bool", "int64"])
 def test_pull_response_buffer_filled_in_place_equals_the_encoded_answer(dtype):
     rows = _array(np.random.default_rng(2), dtype, (37, 5))
-    target = codec.pull_response_buffer(rows.shape, dtype)
+    target = pull_wire.pull_response_buffer(rows.shape, dtype)
     if target is None:
         pytest.skip("this interpreter cannot fill bytes in place; the copying path is used")
     answer, view = target
@@ -131,11 +131,11 @@ def test_pull_response_buffer_filled_in_place_equals_the_encoded_answer(dtype):
     assert view.flags.aligned and view.flags.c_contiguous  # so np.take writes in place
     np.take(rows, np.arange(len(rows)), axis=0, out=view)
     assert isinstance(answer, bytes)
-    decoded, name = codec.decode_pull_response(answer)
+    decoded, name = pull_wire.decode_pull_response(answer)
     assert name == dtype and decoded.tobytes() == rows.tobytes()
     parsed = pb.PullResponse.FromString(answer)  # any protobuf reader: the same rows, padding ignored
     assert parsed.rows.data == rows.tobytes() and list(parsed.rows.shape) == [37, 5]
     assert set(parsed.padding) <= {0}
     unpadded = pb.PullResponse()
     unpadded.rows.CopyFrom(parsed.rows)
-    assert unpadded.SerializeToString() == codec.encode_pull_response(rows, dtype)
+    assert unpadded.SerializeToString() == pull_wire.encode_pull_response(rows, dtype)

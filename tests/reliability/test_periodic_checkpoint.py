@@ -11,14 +11,9 @@ import pytest
 
 from graphstore.partition import load_partition
 from graphstore.server.partition_server import PartitionServer
-from graphstore.server.periodic_checkpoint import (
-    CheckpointPolicy,
-    PeriodicCheckpointer,
-    list_checkpoints,
-    read_manifest,
-    restore_checkpoint_folder,
-    restore_latest,
-)
+from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
+from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
+from graphstore.server.periodic_restore import restore_checkpoint_folder, restore_latest
 from graphstore.types import InitSpec, OptimizerConfig
 
 ADAGRAD = OptimizerConfig("adagrad", lr=0.1)

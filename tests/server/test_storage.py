@@ -9,13 +9,10 @@ import numpy as np
 import pytest
 
 from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
-from graphstore.server.storage import (
-    IdRange,
-    ReadWriteLock,
-    TensorStore,
-    scatter_add,
-    to_local_ids,
-)
+from graphstore.server.id_range import IdRange, to_local_ids
+from graphstore.server.locks import ReadWriteLock
+from graphstore.server.row_arithmetic import scatter_add
+from graphstore.server.tensor_store import TensorStore
 from graphstore.types import InitSpec
 
 

@@ -20,226 +20,19 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from graphstore import dtypes
-from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
-from graphstore.ids import as_id_array, first_outside
 from graphstore.server.gather import RowGatherer
+from graphstore.server.host_memory import available_memory_bytes
+from graphstore.server.id_range import IdRange, to_local_ids
+from graphstore.server.initializers import fill_initial
+from graphstore.server.row_arithmetic import scatter_add
+from graphstore.server.stored_tensor import StoredTensor
 from graphstore.types import EDGE, INITIALIZERS, NODE, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
-
-# Rows generated per step by the random initializers (bounds their temporary memory).
-_INIT_CHUNK_ROWS = 1 << 16
-
-
-class ReadWriteLock:
-    """A writer-preferring readers-writer lock: many readers or one writer.
-
-    A waiting writer blocks new readers so that a stream of pulls cannot starve a push.
-    """
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._readers = 0
-        self._writer = False
-        self._writers_waiting = 0
-
-    @contextmanager
-    def read(self) -> Iterator[None]:
-        """Hold the lock shared for the duration of the ``with`` block."""
-        with self._cond:
-            while self._writer or self._writers_waiting:
-                self._cond.wait()
-            self._readers += 1
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._readers -= 1
-                if self._readers == 0:
-                    self._cond.notify_all()
-
-    @contextmanager
-    def write(self) -> Iterator[None]:
-        """Hold the lock exclusively for the duration of the ``with`` block."""
-        with self._cond:
-            self._writers_waiting += 1
-            try:
-                while self._writer or self._readers:
-                    self._cond.wait()
-            finally:
-                self._writers_waiting -= 1
-            self._writer = True
-        try:
-            yield
-        finally:
-            with self._cond:
-                self._writer = False
-                self._cond.notify_all()
-
-
-# ----------------------------------------------------------------------------------------------
-# Pure helpers
-# ----------------------------------------------------------------------------------------------
-
-
-def to_local_ids(ids: np.ndarray, start: int, end: int, arg: str, what: str, part_id: int) -> np.ndarray:
-    """Convert global IDs to local row indices of the range ``[start, end)`` owned by ``part_id``.
-
-    Args:
-        ids: 1-d integer array of global IDs.
-        start, end: the owned global ID range.
-        arg: the argument's name for error messages.
-        what: ``"node"`` or ``"edge"``.
-        part_id: this partition, for error messages.
-
-    Returns:
-        int64 local indices (``ids - start``).
-
-    Raises:
-        ValueError: ``ids`` is not 1-d, or an ID is negative or outside ``[start, end)``; the message
-            names the first offending ID.
-    """
-    ids = as_id_array(ids, arg, one_dim=True)
-    bad = first_outside(ids, start, end)
-    if bad is not None:
-        raise ValueError(
-            f"{arg}: {what} ID {bad} is not owned by partition {part_id} "
-            f"(it owns {what} IDs [{start}, {end}))"
-        )
-    return ids - start
-
-
-def _widen(values: np.ndarray, dtype: str) -> np.ndarray:
-    """Values in a dtype safe to accumulate in (float32 for the 16-bit floats)."""
-    if dtype == "bfloat16":
-        return bfloat16_bits_to_float32(values)
-    if dtype == "float16":
-        return values.astype(np.float32)
-    return values
-
-
-def _narrow(values: np.ndarray, dtype: str) -> np.ndarray:
-    if dtype == "bfloat16":
-        return float32_to_bfloat16_bits(values)
-    if dtype == "float16":
-        return values.astype(np.float16)
-    return values
-
-
-def fill_initial(array: np.ndarray, dtype: str, init: InitSpec, seed: int) -> None:
-    """Fill a new tensor's local rows in place according to ``init``.
-
-    Args:
-        array: the storage array (local rows).
-        dtype: its canonical dtype name.
-        init: the initializer; ``uniform``/``normal`` need a float dtype.
-        seed: the random seed of this partition (``init.seed + part_id``).
-
-    Raises:
-        ValueError: unknown kind, random init of a non-float dtype, ``uniform`` with a > b,
-            ``normal`` with a negative std.
-    """
-    if init.kind in ("zeros", "pushed"):
-        array[...] = 0
-        return
-    if init.kind == "constant":
-        value = np.array([init.a], dtype=np.float64)
-        array[...] = float32_to_bfloat16_bits(value.astype(np.float32))[0] if dtype == "bfloat16" else init.a
-        return
-    if init.kind not in ("uniform", "normal"):
-        raise ValueError(f"init.kind must be one of {INITIALIZERS}, got {init.kind!r}")
-    if not dtypes.info(dtype).is_float:
-        raise ValueError(f"init.kind {init.kind!r} needs a floating-point dtype, got {dtype}")
-    if init.kind == "uniform" and not init.a <= init.b:
-        raise ValueError(f"init: uniform(a, b) needs a <= b, got a={init.a}, b={init.b}")
-    if init.kind == "normal" and not init.b >= 0:
-        raise ValueError(f"init: normal(mean=a, std=b) needs std >= 0, got b={init.b}")
-    rng = np.random.default_rng(seed)
-    flat = array.reshape(len(array), -1)
-    for lo in range(0, len(flat), _INIT_CHUNK_ROWS):
-        chunk_shape = flat[lo : lo + _INIT_CHUNK_ROWS].shape
-        if init.kind == "uniform":
-            values = init.a + (init.b - init.a) * rng.random(chunk_shape, dtype=np.float32)
-        else:
-            values = init.a + init.b * rng.standard_normal(chunk_shape, dtype=np.float32)
-        flat[lo : lo + _INIT_CHUNK_ROWS] = _narrow(values.astype(np.float32, copy=False), dtype)
-
-
-def _available_memory_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
-# ----------------------------------------------------------------------------------------------
-# Tensors
-# ----------------------------------------------------------------------------------------------
-
-
-@dataclass
-class StoredTensor:
-    """One named tensor's local rows and bookkeeping.
-
-    Attributes:
-        name, dtype, policy, persistent, writable, from_partition, owner: see :class:`TensorScheme`.
-        global_rows: number of rows of the whole tensor (nodes or edges of the graph).
-        data: local rows in storage form; row ``i`` is global ID ``start + i``.
-        version: bumps on every write.
-        lock: readers-writer lock (used only when writable).
-    """
-
-    name: str
-    dtype: str
-    policy: str
-    global_rows: int
-    data: np.ndarray
-    writable: bool
-    persistent: bool = False
-    from_partition: bool = False
-    owner: str = ""
-    version: int = 0
-    lock: ReadWriteLock = field(default_factory=ReadWriteLock, repr=False)
-
-    @property
-    def row_shape(self) -> tuple[int, ...]:
-        return tuple(self.data.shape[1:])
-
-    def scheme(self) -> TensorScheme:
-        """This tensor's :class:`TensorScheme` (global shape)."""
-        return TensorScheme(
-            name=self.name,
-            dtype=self.dtype,
-            shape=(self.global_rows, *self.row_shape),
-            policy=self.policy,
-            persistent=self.persistent,
-            writable=self.writable,
-            version=self.version,
-            from_partition=self.from_partition,
-            owner=self.owner,
-        )
-
-
-@dataclass(frozen=True)
-class IdRange:
-    """The global IDs ``[start, end)`` this partition owns in one ID space, out of ``total``."""
-
-    start: int
-    end: int
-    total: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
 
 
 class TensorStore:
@@ -343,10 +136,7 @@ class TensorStore:
             persistent=True,
             from_partition=True,
         )
-        with self._registry_lock:
-            if name in self._tensors:
-                raise FileExistsError(f"tensor {name!r} already exists on partition {self.part_id}")
-            self._tensors[name] = tensor
+        self.insert(tensor)
 
     def init(
         self,
@@ -394,14 +184,13 @@ class TensorStore:
             raise ValueError(f"shape: row dimensions must be positive, got {list(shape)}")
         if init.kind not in INITIALIZERS:
             raise ValueError(f"init.kind must be one of {INITIALIZERS}, got {init.kind!r}")
-        with self._registry_lock:
-            existing = self._tensors.get(name)
-            if existing is not None:
-                return False, self._attach(existing, shape, dtype, policy)
+        attached = self._attach_or_register(name, shape, dtype, policy)
+        if attached is not None:
+            return False, attached
         local_shape = (id_range.size, *shape[1:])
         itemsize = dtypes.info(dtype).storage.itemsize
         nbytes = int(np.prod(local_shape, dtype=object)) * itemsize
-        available = _available_memory_bytes()
+        available = available_memory_bytes()
         if available is not None and nbytes > available:
             raise MemoryError(
                 f"shape: tensor {name!r} of shape {list(shape)} needs {nbytes} bytes on partition "
@@ -419,13 +208,29 @@ class TensorStore:
             persistent=persistent,
             owner=owner,
         )
-        with self._registry_lock:
-            existing = self._tensors.get(name)
-            if existing is not None:  # created concurrently by another client
-                return False, self._attach(existing, shape, dtype, policy)
-            self._tensors[name] = tensor
+        attached = self._attach_or_register(name, shape, dtype, policy, tensor)
+        if attached is not None:  # created concurrently by another client
+            return False, attached
         logger.info("created tensor %r %s %s (%s, init=%s)", name, dtype, list(shape), policy, init.kind)
         return True, tensor.scheme()
+
+    def _attach_or_register(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        policy: str,
+        tensor: StoredTensor | None = None,
+    ) -> TensorScheme | None:
+        """The scheme of the existing tensor ``name`` (checked against the request), or None after
+        registering ``tensor`` (when given) under that name, in one step under the registry lock."""
+        with self._registry_lock:
+            existing = self._tensors.get(name)
+            if existing is not None:
+                return self._attach(existing, shape, dtype, policy)
+            if tensor is not None:
+                self._tensors[name] = tensor
+            return None
 
     def _attach(
         self, existing: StoredTensor, shape: tuple[int, ...], dtype: str, policy: str
@@ -573,23 +378,3 @@ class TensorStore:
             return
         with tensor.lock.read():
             yield tensor
-
-
-def scatter_add(data: np.ndarray, local: np.ndarray, rows: np.ndarray, dtype: str) -> None:
-    """``data[local] += rows`` summing repeated indices, in a wide enough dtype for 16-bit floats.
-
-    Args:
-        data: storage array to update in place.
-        local: int64 local row indices (may repeat).
-        rows: values in storage form, ``rows.shape == (len(local), *data.shape[1:])``.
-        dtype: canonical dtype name of ``data``.
-    """
-    if len(local) == 0:
-        return
-    uniq, inverse = np.unique(local, return_inverse=True)
-    if len(uniq) == len(local) and dtype not in ("bfloat16", "float16"):
-        data[local] += rows
-        return
-    acc = _widen(data[uniq], dtype)
-    np.add.at(acc, inverse, _widen(rows, dtype))
-    data[uniq] = _narrow(acc, dtype)

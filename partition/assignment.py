@@ -1,0 +1,225 @@
+"""Which partition each node goes to: METIS with balance constraints, or random; and the edge cut.
+
+``balance_ntypes`` names node categories (e.g. training nodes) that every partition should hold an
+even share of; METIS gets one vertex-weight column per category (plus in-degrees with
+``balance_edges``), and :func:`~graphstore.partition.balance_repair.repair_balance` fixes the
+categories METIS leaves uneven.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import numpy as np
+
+from graphstore.partition.balance_repair import repair_balance
+from graphstore.partition.graph import GraphData
+from graphstore.partition.metis import DEFAULT_UFACTOR, metis_kway
+from graphstore.partition.symmetric_csr import symmetrize
+
+logger = logging.getLogger(__name__)
+
+METHODS = ("metis", "random")
+# Allowed imbalance of the categories in balance_ntypes; tighter than METIS's 3% default so that
+# small categories (a few dozen training nodes per part) still come out even.
+NTYPE_TOLERANCE = 0.02
+
+
+def balance_categories(graph: GraphData, balance_ntypes) -> np.ndarray | None:
+    """Turn ``balance_ntypes`` into one integer category per node.
+
+    Args:
+        graph: the graph.
+        balance_ntypes: None; an int/bool array of length N (one category per node); the name of a
+            node array; or a list of names of boolean masks (a node's category is the first mask
+            that holds it, or "none of them").
+
+    Returns:
+        int64 [N] categories, or None.
+
+    Raises:
+        ValueError: an unknown name, a wrong length, or a non-integer array.
+    """
+    if balance_ntypes is None:
+        return None
+    if isinstance(balance_ntypes, str):
+        balance_ntypes = [balance_ntypes]
+    if isinstance(balance_ntypes, (list, tuple)) and all(isinstance(x, str) for x in balance_ntypes):
+        for name in balance_ntypes:
+            if name not in graph.node_data:
+                raise ValueError(
+                    f"balance_ntypes names node array {name!r}, which the graph lacks "
+                    f"(has {sorted(graph.node_data)})"
+                )
+        if len(balance_ntypes) == 1:
+            return _as_categories(graph.node_data[balance_ntypes[0]], balance_ntypes[0], graph.num_nodes)
+        category = np.full(graph.num_nodes, len(balance_ntypes), dtype=np.int64)
+        for index in range(len(balance_ntypes) - 1, -1, -1):
+            mask = np.asarray(graph.node_data[balance_ntypes[index]])
+            if mask.dtype != np.bool_ or mask.ndim != 1:
+                raise ValueError(
+                    f"balance_ntypes mask {balance_ntypes[index]!r} must be a boolean [N] array, "
+                    f"got {mask.dtype}{list(mask.shape)}"
+                )
+            category[mask] = index
+        return category
+    return _as_categories(balance_ntypes, "balance_ntypes", graph.num_nodes)
+
+
+def _as_categories(values, name: str, num_nodes: int) -> np.ndarray:
+    if type(values).__module__.startswith("torch"):
+        values = values.cpu().numpy()
+    arr = np.asarray(values)
+    if arr.ndim != 1 or arr.shape[0] != num_nodes:
+        raise ValueError(f"{name} must have shape [{num_nodes}], got {list(arr.shape)}")
+    if arr.dtype.kind not in "biu":
+        raise ValueError(f"{name} must hold integer or boolean categories, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
+def vertex_weights(
+    graph: GraphData, categories: np.ndarray | None, balance_edges: bool
+) -> tuple[np.ndarray | None, list[float], int]:
+    """The METIS vertex-weight columns for the requested balance and each column's allowed imbalance.
+
+    One indicator column per category (they sum to the node count, so nodes stay balanced too), plus
+    the in-degree when ``balance_edges`` (with a node-count column if there are no categories).
+    All-zero columns are dropped.
+
+    Returns:
+        ``(weights [N, ncon] or None, imbalance per column, number of leading category columns)``.
+    """
+    columns: list[np.ndarray] = []
+    imbalance: list[float] = []
+    if categories is not None:
+        _, category_index = np.unique(categories, return_inverse=True)
+        for value in range(int(category_index.max()) + 1 if category_index.size else 0):
+            columns.append((category_index == value).astype(np.int64))
+            imbalance.append(1.0 + NTYPE_TOLERANCE)
+    num_categories = len(columns) if categories is not None else 0
+    if balance_edges:
+        if not columns:
+            columns.append(np.ones(graph.num_nodes, dtype=np.int64))
+            imbalance.append(1.0 + DEFAULT_UFACTOR / 1000)
+        in_degree = np.bincount(np.asarray(graph.dst), minlength=graph.num_nodes).astype(np.int64)
+        if in_degree.any():  # an edgeless graph has nothing to balance
+            columns.append(in_degree)
+            imbalance.append(1.0 + DEFAULT_UFACTOR / 1000)
+    if not columns:
+        return None, [], 0
+    return np.stack(columns, axis=1), imbalance, num_categories
+
+
+def assign_partitions(
+    graph: GraphData,
+    num_parts: int,
+    part_method: str = "metis",
+    balance_ntypes=None,
+    balance_edges: bool = False,
+    seed: int = 0,
+    timings: dict[str, float] | None = None,
+) -> np.ndarray:
+    """Partition index of every node.
+
+    Args:
+        graph: the graph.
+        num_parts: number of partitions, ``1 <= num_parts <= num_nodes``.
+        part_method: ``'metis'`` or ``'random'``.
+        balance_ntypes: categories to spread evenly (see :func:`balance_categories`); METIS only.
+        balance_edges: also balance in-edges per partition; METIS only.
+        seed: random seed (METIS's seed too).
+        timings: if given, receives the seconds spent in ``symmetrize``, ``metis`` and ``balance_repair``.
+
+    Returns:
+        int64 [N] partition per node.
+
+    Raises:
+        ValueError: bad ``num_parts`` or ``part_method``.
+    """
+    check_num_parts(num_parts, graph.num_nodes)
+    check_method(part_method)
+    if num_parts == 1:
+        return np.zeros(graph.num_nodes, dtype=np.int64)
+    if part_method == "random":
+        return random_assignment(graph.num_nodes, num_parts, seed)
+    categories = balance_categories(graph, balance_ntypes)
+    weights, imbalance, num_categories = vertex_weights(graph, categories, balance_edges)
+    timings = {} if timings is None else timings
+    start = time.perf_counter()
+    csr = symmetrize(graph.src, graph.dst, graph.num_nodes)
+    timings["symmetrize"] = time.perf_counter() - start
+    start = time.perf_counter()
+    part, _ = metis_kway(
+        csr, num_parts, weights, seed=seed, imbalance=imbalance if weights is not None else None
+    )
+    timings["metis"] = time.perf_counter() - start
+    if num_categories:
+        # Only the category columns are required to come out even; in-degree balance stays a METIS goal.
+        start = time.perf_counter()
+        part = repair_balance(csr, part, weights[:, :num_categories], num_parts, tolerance=NTYPE_TOLERANCE)
+        timings["balance_repair"] = time.perf_counter() - start
+    empty = np.flatnonzero(np.bincount(part, minlength=num_parts) == 0)
+    if empty.size:
+        logger.warning(
+            "METIS left partitions %s empty (num_parts=%d, num_nodes=%d)",
+            empty.tolist(),
+            num_parts,
+            graph.num_nodes,
+        )
+    return part
+
+
+def check_num_parts(num_parts, num_nodes: int) -> None:
+    """Check that ``num_parts`` is an integer in ``[1, num_nodes]``.
+
+    Raises:
+        ValueError: naming ``num_parts`` and its value.
+    """
+    if isinstance(num_parts, bool) or not isinstance(num_parts, (int, np.integer)):
+        raise ValueError(f"num_parts must be an integer, got {num_parts!r}")
+    if num_parts < 1:
+        raise ValueError(f"num_parts must be >= 1, got {num_parts}")
+    if num_parts > num_nodes:
+        raise ValueError(f"num_parts={num_parts} exceeds num_nodes={num_nodes}")
+
+
+def check_method(part_method: str) -> None:
+    """Check that ``part_method`` is one of :data:`METHODS`.
+
+    Raises:
+        ValueError: naming the method.
+    """
+    if part_method not in METHODS:
+        raise ValueError(f"unknown part_method {part_method!r}; expected one of {list(METHODS)}")
+
+
+def random_assignment(num_nodes: int, num_parts: int, seed: int = 0) -> np.ndarray:
+    """Assign nodes to partitions uniformly at random with equal part sizes (±1).
+
+    Returns:
+        int64 [num_nodes] partition index per node.
+    """
+    rng = np.random.default_rng(seed)
+    parts = np.arange(num_nodes, dtype=np.int64) % num_parts
+    rng.shuffle(parts)
+    return parts
+
+
+def edge_cut_fraction(src: np.ndarray, dst: np.ndarray, part: np.ndarray, chunk: int = 1 << 24) -> float:
+    """Fraction of directed edges whose endpoints lie in different partitions.
+
+    Args:
+        src, dst: edge endpoints.
+        part: partition index per node.
+        chunk: edges processed per step (bounds temporary memory).
+    """
+    total = int(src.shape[0])
+    if total == 0:
+        return 0.0
+    cut = 0
+    for start in range(0, total, chunk):
+        s = np.asarray(src[start : start + chunk])
+        d = np.asarray(dst[start : start + chunk])
+        cut += int(np.count_nonzero(part[s] != part[d]))
+    return cut / total
