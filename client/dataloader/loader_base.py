@@ -88,7 +88,15 @@ class LoaderBase:
 
 
 def as_item_ids(ids, name: str) -> np.ndarray:
-    """IDs or a boolean mask -> int64 IDs."""
+    """A loader's items as int64 IDs.
+
+    Args:
+        ids: IDs (any integer array, tensor or sequence) or a boolean mask (numpy or torch).
+        name: the argument's name, for error messages.
+
+    Raises:
+        graphstore.errors.IdTypeError / ValueError: what :func:`graphstore.ids.as_id_array` raises.
+    """
     if isinstance(ids, torch.Tensor) and ids.dtype == torch.bool:
         return torch.nonzero(ids, as_tuple=True)[0].numpy()
     if isinstance(ids, np.ndarray) and ids.dtype == np.bool_:
