@@ -9,10 +9,6 @@ from __future__ import annotations
 NID = "_ID"
 EID = "_ID"
 
-DEFAULT_NTYPE = "_N"
-DEFAULT_ETYPE = "_E"
-DEFAULT_CANONICAL_ETYPE = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
-
 # Environment variable that `graphstore launch` sets to the absolute path of the cluster YAML.
 CONFIG_ENV = "GRAPHSTORE_CONFIG"
 

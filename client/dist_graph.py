@@ -16,16 +16,11 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from graphstore.client.constants import (
-    ANONYMOUS_PREFIX,
-    CONFIG_ENV,
-    DEFAULT_CANONICAL_ETYPE,
-    DEFAULT_ETYPE,
-    DEFAULT_NTYPE,
-)
+from graphstore.client.constants import ANONYMOUS_PREFIX, CONFIG_ENV
 from graphstore.client.context import ClientContext, current_context, standalone_context
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.routing import assemble, normalize_index
+from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
 from graphstore.types import EDGE, NODE, TensorScheme
 
 # Edge features whose name clashes with a node feature are stored as "edge:NAME" on the servers.
@@ -98,15 +93,18 @@ class DistGraph:
 
     @property
     def ntypes(self) -> list[str]:
-        return [DEFAULT_NTYPE]
+        """Node types (homogeneous graphs: ``['_N']``), as the partition book lists them."""
+        return self._ctx.book.ntypes
 
     @property
     def etypes(self) -> list[str]:
-        return [DEFAULT_ETYPE]
+        """Edge types (homogeneous graphs: ``['_E']``), as the partition book lists them."""
+        return self._ctx.book.etypes
 
     @property
     def canonical_etypes(self) -> list[tuple[str, str, str]]:
-        return [DEFAULT_CANONICAL_ETYPE]
+        """Canonical edge types (homogeneous graphs: ``[('_N', '_E', '_N')]``)."""
+        return self._ctx.book.canonical_etypes
 
     def get_ntype_id(self, ntype: str | None) -> int:
         """0, the only node type."""

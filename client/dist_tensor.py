@@ -25,15 +25,11 @@ import torch
 from graphstore import dtypes
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
-from graphstore.client.routing import (
-    assemble,
-    last_occurrence,
-    normalize_index,
-    scatter_rows,
-    split_by_partition,
-)
+from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
+from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
+from graphstore.client.tensor_reads import InProcessReader, partition_reader, read_into
 from graphstore.errors import ServerError
-from graphstore.types import EDGE, NODE, InitSpec, TensorScheme
+from graphstore.types import InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
 
@@ -72,12 +68,12 @@ class DistTensor:
         persistent: bool = False,
     ):
         ctx = get_context()
-        shape = _check_shape(shape)
+        shape = check_shape(shape)
         try:
             dtype_name = dtypes.name_of(dtype)
         except ValueError as exc:
             raise TypeError(str(exc)) from None
-        policy = _resolve_policy(part_policy, shape[0], ctx)
+        policy = resolve_policy(part_policy, shape[0], ctx)
         if name is None:
             if persistent:
                 raise ValueError("a persistent DistTensor needs a name (persistent=True, name=None)")
@@ -92,7 +88,7 @@ class DistTensor:
             spec, fill = InitSpec("pushed"), init_func
         else:
             raise TypeError(f"init_func must be a callable or an InitSpec, got {type(init_func).__name__}")
-        created, scheme = _create_on_servers(ctx, name, shape, dtype_name, policy, bool(persistent), spec)
+        created, scheme = create_on_servers(ctx, name, shape, dtype_name, policy, bool(persistent), spec)
         self._setup(ctx, scheme)
         self._owner = any(created)
         if fill is not None and any(created):
@@ -259,7 +255,10 @@ class DistTensor:
             return np.empty((0, *self._row_shape), dtype=self._storage_dtype)
         ctx = self._ctx
         routes = split_by_partition(ids, ctx.bounds(self._policy_kind))
-        targets = [(self._reader(part_id), positions, part_ids) for part_id, positions, part_ids in routes]
+        targets = [
+            (partition_reader(ctx, part_id, self._local_reads), positions, part_ids)
+            for part_id, positions, part_ids in routes
+        ]
         if len(targets) == 1:
             target, positions, part_ids = targets[0]
             return assemble(
@@ -273,44 +272,12 @@ class DistTensor:
         else:
             out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
 
-        def fetch(target, positions: np.ndarray, part_ids: np.ndarray) -> None:
-            # Scattering in the worker overlaps it with the other partitions' transfers. A loader's input
-            # nodes are the seeds, then the other sources, each sorted: a partition's rows fill a few long
-            # runs of the answer (copied or gathered straight into place) and a scattered remainder.
-            runs, rest = split_runs(positions, _MIN_RUN)
-            if isinstance(target, _InProcess):
-                for start, stop in runs:
-                    first = int(positions[start])
-                    target.pull_into(self._name, part_ids[start:stop], out[first : first + stop - start])
-                if not runs:
-                    scatter_rows(out, positions, target.pull(self._name, part_ids))
-                elif rest.size:
-                    scatter_rows(out, positions[rest], target.pull(self._name, part_ids[rest]))
-                return
-            rows = target.pull(self._name, part_ids).reshape((positions.size, *self._row_shape))
-            for start, stop in runs:
-                first = int(positions[start])
-                out[first : first + stop - start] = rows[start:stop]
-            if not runs:
-                scatter_rows(out, positions, rows)
-            elif rest.size:
-                scatter_rows(out, positions[rest], rows[rest])
-
         # run_parallel runs the first call in this thread after starting the others: local gathers first.
-        targets.sort(key=lambda item: not isinstance(item[0], _InProcess))
-        ctx.run_parallel([lambda t=t, pos=pos, i=i: fetch(t, pos, i) for t, pos, i in targets])
+        targets.sort(key=lambda item: not isinstance(item[0], InProcessReader))
+        ctx.run_parallel(
+            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in targets]
+        )
         return out
-
-    def _reader(self, part_id: int):
-        """Where partition ``part_id``'s rows of this tensor are read: in-process or its server."""
-        ctx = self._ctx
-        if ctx.standalone:
-            return _InProcess(ctx.partition(part_id))
-        if self._local_reads and part_id == ctx.local_part_id:
-            reader = ctx.local_reader(part_id)
-            if reader is not None:
-                return _InProcess(reader)
-        return ctx.partition(part_id)
 
     def count_nonzero(self) -> int:
         """Number of rows with a nonzero first element (e.g. the size of a boolean mask)."""
@@ -424,48 +391,6 @@ class DistTensor:
         return self._ctx.delete_everywhere(self._name)
 
 
-# Runs of consecutive answer positions at least this long are copied as slices; shorter ones are
-# scattered together (a slice copy costs a Python call, a scattered row a fancy-index step).
-_MIN_RUN = 64
-
-
-def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:
-    """Split ``positions`` (ascending) into long runs of consecutive values and the scattered rest.
-
-    Returns:
-        ``(runs, rest)``: ``[start, stop)`` index spans of ``positions`` holding at least ``min_length``
-        consecutive values, and the (sorted) indices of ``positions`` outside them.
-
-    >>> split_runs(np.array([0, 1, 2, 3, 9, 20, 21, 22]), 3)
-    ([(0, 4), (5, 8)], array([4]))
-    """
-    if positions.size == 0:
-        return [], np.empty(0, dtype=np.int64)
-    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
-    starts = np.concatenate(([0], breaks))
-    stops = np.concatenate((breaks, [positions.size]))
-    lengths = stops - starts
-    long = lengths >= min_length
-    runs = list(zip(starts[long].tolist(), stops[long].tolist(), strict=True))
-    rest = np.flatnonzero(~np.repeat(long, lengths))
-    return runs, rest
-
-
-class _InProcess:
-    """Marks a partition read in this process (sorted first so it runs while the RPCs are in flight)."""
-
-    __slots__ = ("partition",)
-
-    def __init__(self, partition):
-        self.partition = partition
-
-    def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
-        return self.partition.pull(name, ids)
-
-    def pull_into(self, name: str, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
-        return self.partition.pull_into(name, ids, out)
-
-
 def _release(ctx: ClientContext, name: str) -> None:
     """Delete a non-persistent tensor whose creating object was released (weakref finalizer)."""
     ctx.unregister_owned(name)
@@ -475,89 +400,3 @@ def _release(ctx: ClientContext, name: str) -> None:
         ctx.delete_everywhere(name)
     except (ServerError, RuntimeError, OSError) as exc:
         logger.warning("could not delete released DistTensor %r: %s", name, exc)
-
-
-def _check_shape(shape) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        shape = (int(shape),)
-    try:
-        shape = tuple(int(s) for s in shape)
-    except TypeError:
-        raise ValueError(f"shape must be a tuple of integers, got {shape!r}") from None
-    if not shape or any(s < 0 for s in shape) or shape[0] == 0:
-        raise ValueError(f"shape must be non-empty with a positive first dimension, got {shape}")
-    return shape
-
-
-def _resolve_policy(part_policy, num_rows: int, ctx: ClientContext) -> str:
-    num_nodes, num_edges = ctx.num_rows(NODE), ctx.num_rows(EDGE)
-    if part_policy is None:
-        if num_rows == num_nodes and num_rows == num_edges:
-            raise ValueError(
-                f"shape[0]={num_rows} is both the number of nodes and of edges; "
-                "pass part_policy='node' or 'edge'"
-            )
-        if num_rows == num_nodes:
-            return NODE
-        if num_rows == num_edges:
-            return EDGE
-        raise ValueError(
-            f"shape[0]={num_rows} matches neither the number of nodes ({num_nodes}) "
-            f"nor of edges ({num_edges})"
-        )
-    policy_str = getattr(part_policy, "policy_str", part_policy)
-    if not isinstance(policy_str, str):
-        raise TypeError(f"part_policy must be 'node', 'edge' or a PartitionPolicy, got {part_policy!r}")
-    kind = policy_str.split(":", 1)[0]
-    if kind not in (NODE, EDGE):
-        raise ValueError(
-            f"part_policy must be 'node' or 'edge' (or 'node:_N' / 'edge:_E'), got {part_policy!r}"
-        )
-    expected = num_nodes if kind == NODE else num_edges
-    if num_rows != expected:
-        raise ValueError(f"shape[0]={num_rows} does not match part_policy {policy_str!r} ({expected} rows)")
-    return kind
-
-
-def _create_on_servers(
-    ctx: ClientContext,
-    name: str,
-    shape: tuple[int, ...],
-    dtype_name: str,
-    policy: str,
-    persistent: bool,
-    spec: InitSpec,
-) -> tuple[list[bool], TensorScheme]:
-    """Create or attach ``name`` on every partition; roll back what was created on a conflict."""
-
-    def init_on(part_id: int):
-        try:
-            return ctx.partition(part_id).init_tensor(
-                name, shape, dtype_name, policy, persistent=persistent, init=spec, owner=ctx.client_id
-            )
-        except FileExistsError as exc:
-            return exc
-
-    results = ctx.run_parallel([lambda p=p: init_on(p) for p in range(ctx.num_parts)])
-    conflicts = [r for r in results if isinstance(r, FileExistsError)]
-    if conflicts:
-        created = [p for p, r in enumerate(results) if not isinstance(r, FileExistsError) and r[0]]
-        for part_id in created:
-            try:
-                ctx.partition(part_id).delete_tensor(name)
-            except (KeyError, ServerError) as exc:
-                logger.warning("could not roll back %r on partition %d: %s", name, part_id, exc)
-        existing = ctx.tensor_scheme(name, refresh=True)
-        found = (
-            f"shape {tuple(existing.shape)}, dtype {existing.dtype}, policy {existing.policy!r}"
-            if existing is not None
-            else f"another scheme ({conflicts[0]})"
-        )
-        raise ValueError(
-            f"DistTensor {name!r} already exists with {found}; requested shape {shape}, dtype {dtype_name}, "
-            f"policy {policy!r}"
-        )
-    created = [bool(r[0]) for r in results]
-    scheme = results[0][1]
-    ctx.remember_scheme(scheme)
-    return created, scheme

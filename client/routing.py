@@ -200,3 +200,25 @@ def assemble(
     for positions, rows in pieces:
         scatter_rows(out, positions, rows)
     return out
+
+
+def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Split ``positions`` (ascending) into long runs of consecutive values and the scattered rest.
+
+    Returns:
+        ``(runs, rest)``: ``[start, stop)`` index spans of ``positions`` holding at least ``min_length``
+        consecutive values, and the (sorted) indices of ``positions`` outside them.
+
+    >>> split_runs(np.array([0, 1, 2, 3, 9, 20, 21, 22]), 3)
+    ([(0, 4), (5, 8)], array([4]))
+    """
+    if positions.size == 0:
+        return [], np.empty(0, dtype=np.int64)
+    breaks = np.flatnonzero(np.diff(positions) != 1) + 1
+    starts = np.concatenate(([0], breaks))
+    stops = np.concatenate((breaks, [positions.size]))
+    lengths = stops - starts
+    long = lengths >= min_length
+    runs = list(zip(starts[long].tolist(), stops[long].tolist(), strict=True))
+    rest = np.flatnonzero(~np.repeat(long, lengths))
+    return runs, rest

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphstore.client.constants import DEFAULT_ETYPE, DEFAULT_NTYPE
 from graphstore.client.routing import partition_of
+from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
 
 
 def even_sizes(total: int, num_chunks: int) -> np.ndarray:

@@ -2,23 +2,12 @@
 
 :class:`RemotePartition` implements :class:`graphstore.types.PartitionAPI`, so client code
 runs unchanged against a :class:`~graphstore.server.partition_server.PartitionServer` in-process
-(standalone mode, co-located reads) or a server process. It adds what a network needs:
+(standalone mode, co-located reads) or a server process. Its calls go through a
+:class:`~graphstore.client.transport.channel.ServerChannel` (deadlines, retries with backoff, TLS and
+token, keepalive, the server's errors raised as the in-process server's exceptions), and:
 
-- a deadline on every call (``RpcPolicy.deadline_s``) and retries with exponential backoff when the
-  server is UNAVAILABLE (restarting, not yet listening); a server that stays unreachable raises
-  :class:`graphstore.errors.ServerUnavailableError` naming its address. A call never takes longer
-  than :attr:`RemotePartition.max_call_time_s` (the deadline plus the retry backoffs) in all;
-- optional TLS and a shared token (:class:`graphstore.auth.ChannelSecurity`): the token rides
-  in every call's metadata; a refused token raises :class:`graphstore.errors.ServerError` with code
-  UNAUTHENTICATED or PERMISSION_DENIED;
-- keepalive pings while calls are in flight, so a connection across a cut link is noticed and
-  replaced (the call fails with ServerUnavailableError; later calls reconnect by themselves), and a
-  reconnect backoff capped at ``RpcPolicy.backoff_max_s``, so a restarted server is found quickly;
-- the server's errors come back as the exceptions the in-process server raises (ValueError,
-  KeyError, FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError), with
-  the server's message;
-- chunking: pulls and pushes are split by rows so that no request or answer exceeds
-  ``RpcPolicy.chunk_bytes``; the chunks of one call are in flight together;
+- pulls and pushes are split by rows so that no request or answer exceeds ``RpcPolicy.chunk_bytes``;
+  the chunks of one call are in flight together (:mod:`~graphstore.client.transport.chunking`);
 - pulls use the codec's zero-copy decoder: the rows of a single-chunk pull are a read-only view of
   the received bytes (callers copy them where they assemble their output).
 """
@@ -26,22 +15,19 @@ runs unchanged against a :class:`~graphstore.server.partition_server.PartitionSe
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
-import grpc
 import numpy as np
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphstore import dtypes
 from graphstore.auth import NO_SECURITY, ChannelSecurity
-from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
+from graphstore.client.transport.channel import ServerChannel
+from graphstore.client.transport.chunking import query_edges_in_chunks, run_chunks, split_rows
 from graphstore.ids import as_id_array
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
 from graphstore.rpc import RpcPolicy
 from graphstore.types import (
     InitSpec,
@@ -51,26 +37,13 @@ from graphstore.types import (
     TensorScheme,
 )
 
-# Chunks of one pull or push in flight at once.
-_MAX_CHUNKS_IN_FLIGHT = 4
 # Answers whose size is not known in advance (all neighbors, in-subgraphs) are sized from the average
 # degree times this margin; a chunk that still comes back too large is split in half and retried.
 _DEGREE_MARGIN = 4.0
+# Bytes an edge takes in an answer: its source, destination and edge ID (int64 each).
+_EDGE_ANSWER_BYTES = 24.0
 # Checkpoints and restores move whole tensors; they get at least this deadline.
 _BULK_DEADLINE_S = 600.0
-
-_ERRORS_BY_NAME: dict[str, type[Exception]] = {
-    "ValueError": ValueError,
-    "KeyError": KeyError,
-    "FileExistsError": FileExistsError,
-    "FileNotFoundError": FileNotFoundError,
-    "PermissionError": PermissionError,
-    "TimeoutError": TimeoutError,
-    "BarrierTimeoutError": BarrierTimeoutError,
-    "MemoryError": MemoryError,
-}
-# Server-side errors that mean "this server is going away": raised as ServerUnavailableError.
-_UNAVAILABLE_KINDS = ("ConnectionAbortedError",)
 
 _INIT_KIND_TO_WIRE = {
     "zeros": pb.Initializer.ZEROS,
@@ -79,63 +52,6 @@ _INIT_KIND_TO_WIRE = {
     "constant": pb.Initializer.CONSTANT,
     "pushed": pb.Initializer.PUSHED,
 }
-
-_RESPONSES: dict[str, Any] = {
-    "Metadata": pb.MetadataResponse,
-    "Pull": None,  # raw bytes, decoded by pull_wire.decode_pull_response
-    "Push": pb.PushResponse,
-    "Init": pb.InitResponse,
-    "Delete": pb.DeleteResponse,
-    "List": pb.ListResponse,
-    "SampleNeighbors": pb.EdgesResponse,
-    "FindEdges": pb.EdgesResponse,
-    "InSubgraph": pb.EdgesResponse,
-    "Degrees": pb.DegreesResponse,
-    "PushGrad": pb.PushGradResponse,
-    "Barrier": pb.BarrierResponse,
-    "Checkpoint": pb.CheckpointResponse,
-    "Restore": pb.RestoreResponse,
-    "Shutdown": pb.ShutdownResponse,
-    "Stats": pb.StatsResponse,
-}
-
-
-class _ResponseTooLarge(ServerError):
-    """A request or answer exceeded the gRPC message limit (RESOURCE_EXHAUSTED from gRPC itself)."""
-
-
-# Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
-_KEEPALIVE_TIME_MS = 5_000
-_KEEPALIVE_TIMEOUT_MS = 5_000
-
-
-def retry_backoff_total(policy: RpcPolicy) -> float:
-    """Seconds a call may spend sleeping between its retries (the sum of the backoff delays)."""
-    total, delay = 0.0, policy.backoff_initial_s
-    for _ in range(policy.max_retries):
-        total += delay
-        delay = min(delay * policy.backoff_multiplier, policy.backoff_max_s)
-    return total
-
-
-def channel_options(policy: RpcPolicy) -> list[tuple[str, int]]:
-    """Channel arguments of a client: message limits, keepalive, reconnect backoff."""
-    initial_ms = max(int(policy.backoff_initial_s * 1000), 20)
-    return [
-        ("grpc.max_send_message_length", policy.max_message_bytes),
-        ("grpc.max_receive_message_length", policy.max_message_bytes),
-        ("grpc.keepalive_time_ms", _KEEPALIVE_TIME_MS),
-        ("grpc.keepalive_timeout_ms", _KEEPALIVE_TIMEOUT_MS),
-        ("grpc.http2.max_pings_without_data", 0),
-        ("grpc.initial_reconnect_backoff_ms", initial_ms),
-        ("grpc.min_reconnect_backoff_ms", initial_ms),
-        ("grpc.max_reconnect_backoff_ms", max(int(policy.backoff_max_s * 1000), initial_ms)),
-    ]
-
-
-def _split(n: int, per_chunk: int) -> list[slice]:
-    per_chunk = max(1, per_chunk)
-    return [slice(lo, min(lo + per_chunk, n)) for lo in range(0, n, per_chunk)] or [slice(0, 0)]
 
 
 class RemotePartition:
@@ -165,24 +81,14 @@ class RemotePartition:
         self.address = address
         self.policy = policy
         self.security = security or NO_SECURITY
-        self._metadata = self.security.metadata
-        self.max_call_time_s = policy.deadline_s + retry_backoff_total(policy)
         self._expected_part_id = part_id
         self._part_id = part_id
         self._schemes: dict[str, TensorScheme] = {}
         self._avg_degree: float | None = None
         self._lock = threading.Lock()
         raise_malloc_thresholds()
-        self._channel = self.security.channel(address, channel_options(policy))
-        self._calls = {
-            method: self._channel.unary_unary(
-                f"/{SERVICE_NAME}/{method}",
-                request_serializer=lambda m: m.SerializeToString(),
-                response_deserializer=response.FromString if response is not None else None,
-            )
-            for method, response in _RESPONSES.items()
-        }
-        self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._channel = ServerChannel(address, policy, self.security)
+        self.max_call_time_s = self._channel.max_call_time_s
 
     # -- plumbing --------------------------------------------------------------------------------
 
@@ -206,94 +112,15 @@ class RemotePartition:
             self.metadata()
         return self._part_id
 
-    def _translate(
-        self, method: str, err: grpc.RpcError, attempts: int = 1, elapsed_s: float | None = None
-    ) -> Exception:
-        code = err.code()
-        details = err.details() or ""
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and elapsed_s is not None:
-            details = f"{details} ({attempts} attempt{'s' if attempts != 1 else ''} in {elapsed_s:.1f} s)"
-        kind = ""
-        for key, value in err.trailing_metadata() or ():
-            if key == ERROR_METADATA_KEY:
-                kind = value
-        if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind:
-            return _ResponseTooLarge(self.address, code.name, f"{method}: {details}")
-        if kind in _UNAVAILABLE_KINDS:
-            return ServerUnavailableError(self.address, code.name, f"{method}: {details}")
-        exc_type = _ERRORS_BY_NAME.get(kind)
-        if exc_type is not None:
-            return exc_type(f"server {self.address}: {details}")
-        # CANCELLED reaches a client that never cancels only from a server going away (calls that
-        # race with its shutdown), so it means unavailable too.
-        if code in (
-            grpc.StatusCode.UNAVAILABLE,
-            grpc.StatusCode.DEADLINE_EXCEEDED,
-            grpc.StatusCode.CANCELLED,
-        ):
-            return ServerUnavailableError(self.address, code.name, f"{method}: {details}")
-        return ServerError(self.address, code.name, f"{method}: {details}")
+    def _call(self, method: str, request: Any, timeout: float | None = None) -> Any:
+        return self._channel.call(method, request, timeout)
 
-    def _call(
-        self, method: str, request: Any, timeout: float | None = None, started: float | None = None
-    ) -> Any:
-        """One unary call with deadline and UNAVAILABLE retries; errors translated.
-
-        The whole call, retries included, ends within ``timeout`` (default ``policy.deadline_s``) plus
-        the backoff delays after ``started`` (default: now).
-        """
-        deadline = timeout if timeout is not None else self.policy.deadline_s
-        started = time.monotonic() if started is None else started
-        give_up_at = started + deadline + retry_backoff_total(self.policy)
-        delay = self.policy.backoff_initial_s
-        stub = self._calls[method]
-        attempts = 0
-        while True:
-            attempts += 1
-            remaining = give_up_at - time.monotonic()
-            try:
-                return stub(request, timeout=max(min(deadline, remaining), 0.001), metadata=self._metadata)
-            except grpc.RpcError as err:
-                retry = (
-                    err.code() == grpc.StatusCode.UNAVAILABLE
-                    and attempts <= self.policy.max_retries
-                    and time.monotonic() + delay < give_up_at
-                )
-                if retry:
-                    time.sleep(delay)
-                    delay = min(delay * self.policy.backoff_multiplier, self.policy.backoff_max_s)
-                    continue
-                raise self._translate(method, err, attempts, time.monotonic() - started) from None
-
-    def _call_future(self, method: str, request: Any) -> Callable[[], Any]:
-        """Start a call; returns a function that waits for it (retrying UNAVAILABLE synchronously)."""
-        started = time.monotonic()
-        future = self._calls[method].future(request, timeout=self.policy.deadline_s, metadata=self._metadata)
-
-        def result() -> Any:
-            try:
-                return future.result()
-            except grpc.RpcError as err:
-                if err.code() == grpc.StatusCode.UNAVAILABLE:
-                    return self._call(method, request, started=started)
-                raise self._translate(method, err, 1, time.monotonic() - started) from None
-
-        return result
-
-    def _run_chunks(self, requests: Sequence[tuple[str, Any]]) -> list[Any]:
-        """Run calls with at most ``_MAX_CHUNKS_IN_FLIGHT`` in flight; results in order."""
-        if len(requests) == 1:
-            return [self._call(*requests[0])]
-        results: list[Any] = [None] * len(requests)
-        pending: list[tuple[int, Callable[[], Any]]] = []
-        for i, (method, request) in enumerate(requests):
-            pending.append((i, self._call_future(method, request)))
-            if len(pending) >= _MAX_CHUNKS_IN_FLIGHT:
-                j, wait = pending.pop(0)
-                results[j] = wait()
-        for j, wait in pending:
-            results[j] = wait()
-        return results
+    def _run_by_rows(
+        self, num_rows: int, row_bytes: int, make_request: Callable[[slice], tuple[str, Any]]
+    ) -> list[Any]:
+        """One request per chunk of ``chunk_bytes // row_bytes`` rows, all run; answers in row order."""
+        chunks = split_rows(num_rows, self.policy.chunk_bytes // row_bytes)
+        return run_chunks(self._channel, [make_request(sl) for sl in chunks])
 
     # -- readiness and metadata ------------------------------------------------------------------
 
@@ -303,13 +130,7 @@ class RemotePartition:
         Raises:
             ServerUnavailableError: no answer within ``timeout``.
         """
-        try:
-            response = self._health.Check(
-                health_pb2.HealthCheckRequest(service=SERVICE_NAME), timeout=timeout, metadata=self._metadata
-            )
-        except grpc.RpcError as err:
-            raise ServerUnavailableError(self.address, err.code().name, err.details() or "") from None
-        return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
+        return self._channel.health(timeout)
 
     def wait_ready(self, timeout: float | None = None) -> None:
         """Block until the server reports SERVING.
@@ -321,28 +142,7 @@ class RemotePartition:
             ServerUnavailableError: not SERVING within ``timeout``.
             ValueError: the server holds another partition than ``part_id``.
         """
-        timeout = self.policy.connect_timeout_s if timeout is None else timeout
-        end = time.monotonic() + timeout
-        last = "no answer"
-        while True:
-            remaining = end - time.monotonic()
-            if remaining <= 0:
-                raise ServerUnavailableError(
-                    self.address, "UNAVAILABLE", f"not SERVING within {timeout} s ({last})"
-                )
-            try:
-                response = self._health.Check(
-                    health_pb2.HealthCheckRequest(service=SERVICE_NAME),
-                    timeout=min(remaining, 2.0),
-                    wait_for_ready=True,
-                    metadata=self._metadata,
-                )
-                if response.status == health_pb2.HealthCheckResponse.SERVING:
-                    break
-                last = health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-            except grpc.RpcError as err:
-                last = f"{err.code().name}: {err.details()}"
-            time.sleep(min(0.05, max(end - time.monotonic(), 0)))
+        self._channel.wait_serving(self.policy.connect_timeout_s if timeout is None else timeout)
         self.metadata()
 
     def metadata(self) -> PartitionMetadata:
@@ -413,25 +213,18 @@ class RemotePartition:
         row_shape = tuple(scheme.shape[1:])
         storage = dtypes.info(scheme.dtype).storage
         row_bytes = storage.itemsize * int(np.prod(row_shape, dtype=np.int64))
-        per_chunk = max(1, self.policy.chunk_bytes // max(row_bytes, 8))
-        chunks = _split(len(ids), per_chunk)
+        chunks = split_rows(len(ids), self.policy.chunk_bytes // max(row_bytes, 8))
         if len(chunks) == 1:
             return self._pull_one(name, ids)
-        requests = []
-        for sl in chunks:
-            request = pb.PullRequest(name=name)
-            codec.write_ids(request.ids, ids[sl])
-            requests.append(("Pull", request))
+        answers = run_chunks(self._channel, [_pull_request(name, ids[sl]) for sl in chunks])
         out = np.empty((len(ids), *row_shape), dtype=storage)
-        for sl, raw in zip(chunks, self._run_chunks(requests), strict=True):
+        for sl, raw in zip(chunks, answers, strict=True):
             rows, _ = pull_wire.decode_pull_response(raw)
             out[sl] = rows
         return out
 
     def _pull_one(self, name: str, ids: np.ndarray) -> np.ndarray:
-        request = pb.PullRequest(name=name)
-        codec.write_ids(request.ids, ids)
-        rows, _ = pull_wire.decode_pull_response(self._call("Pull", request))
+        rows, _ = pull_wire.decode_pull_response(self._call(*_pull_request(name, ids)))
         return rows
 
     def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
@@ -459,14 +252,15 @@ class RemotePartition:
             if scheme is not None and scheme.dtype == "bfloat16" and rows.dtype == np.uint16
             else None
         )
-        row_bytes = max(rows[:1].nbytes, 1) + 8
-        requests = []
-        for sl in _split(len(ids), self.policy.chunk_bytes // row_bytes):
+
+        def make_request(sl: slice) -> tuple[str, Any]:
             request = pb.PushRequest(name=name, op=wire_op)
             codec.write_ids(request.ids, ids[sl])
             codec.write_tensor(request.rows, rows[sl], dtype)
-            requests.append(("Push", request))
-        return max(r.version for r in self._run_chunks(requests))
+            return "Push", request
+
+        answers = self._run_by_rows(len(ids), max(rows[:1].nbytes, 1) + 8, make_request)
+        return max(r.version for r in answers)
 
     def init_tensor(
         self,
@@ -521,40 +315,33 @@ class RemotePartition:
 
     # -- structure -------------------------------------------------------------------------------
 
-    def _ids_per_chunk(self, answer_bytes_per_id: float) -> int:
-        return max(1, int(self.policy.chunk_bytes // max(answer_bytes_per_id, 8.0)))
-
     def _average_degree(self) -> float:
         if self._avg_degree is None:
             self.metadata()
         return float(self._avg_degree or 1.0)
 
-    def _edges_chunked(
-        self, ids: np.ndarray, per_chunk: int, make_request: Callable[[np.ndarray, int], tuple[str, Any]]
+    def _query_edges(
+        self,
+        ids: np.ndarray,
+        answer_bytes_per_id: float,
+        make_request: Callable[[np.ndarray, int], tuple[str, Any]],
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Run edge queries over chunks of ``ids``; a chunk whose answer is too large is halved."""
-        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        stack = [(sl.start, sl.stop, i) for i, sl in enumerate(_split(len(ids), per_chunk))][::-1]
-        while stack:
-            lo, hi, index = stack.pop()
-            try:
-                response = self._call(*make_request(ids[lo:hi], index))
-            except _ResponseTooLarge:
-                if hi - lo <= 1:
-                    raise ValueError(
-                        f"the answer for ID {int(ids[lo])} exceeds the message limit of "
-                        f"{self.policy.max_message_bytes} bytes"
-                    ) from None
-                mid = (lo + hi) // 2
-                stack += [(mid, hi, index * 2 + 1), (lo, mid, index * 2)]
-                continue
-            src = codec.read_ids(response.src, "src")
-            dst = codec.read_ids(response.dst, "dst")
-            eid = codec.read_ids(response.eid, "eid") if response.eid.shape else np.empty(0, np.int64)
-            parts.append((src, dst, eid))
-        if len(parts) == 1:
-            return parts[0]
-        return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
+        """Edge queries over chunks of ``ids`` sized from the expected answer (see
+        :func:`~graphstore.client.transport.chunking.query_edges_in_chunks`)."""
+        per_chunk = max(1, int(self.policy.chunk_bytes // max(answer_bytes_per_id, 8.0)))
+        return query_edges_in_chunks(self._channel, ids, per_chunk, make_request)
+
+    def _query_edges_of(
+        self, method: str, request_type: type, ids_field: str, ids: np.ndarray, answer_bytes_per_id: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_query_edges` for a request that carries nothing but the IDs (in ``ids_field``)."""
+
+        def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
+            request = request_type()
+            codec.write_ids(getattr(request, ids_field), chunk)
+            return method, request
+
+        return self._query_edges(ids, answer_bytes_per_id, make_request)
 
     def sample_neighbors(
         self,
@@ -573,7 +360,7 @@ class RemotePartition:
         """
         seeds = as_id_array(seeds, "seeds", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
-        per_seed = 24.0 * (fanout if fanout >= 0 else self._average_degree() * _DEGREE_MARGIN)
+        per_seed = _EDGE_ANSWER_BYTES * (fanout if fanout >= 0 else self._average_degree() * _DEGREE_MARGIN)
 
         def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
             request = pb.SampleRequest(
@@ -585,7 +372,7 @@ class RemotePartition:
                 request.random_seed = int(random_seed) + index  # chunks draw different, reproducible streams
             return "SampleNeighbors", request
 
-        return self._edges_chunked(seeds, self._ids_per_chunk(per_seed), make_request)
+        return self._query_edges(seeds, per_seed, make_request)
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(src, dst)`` of edges owned by this partition.
@@ -594,13 +381,7 @@ class RemotePartition:
             ValueError: an edge not owned here.
         """
         eids = as_id_array(eids, "eids", one_dim=True)
-
-        def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
-            request = pb.FindEdgesRequest()
-            codec.write_ids(request.eids, chunk)
-            return "FindEdges", request
-
-        src, dst, _ = self._edges_chunked(eids, self._ids_per_chunk(24.0), make_request)
+        src, dst, _ = self._query_edges_of("FindEdges", pb.FindEdgesRequest, "eids", eids, _EDGE_ANSWER_BYTES)
         return src, dst
 
     def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -610,14 +391,8 @@ class RemotePartition:
             ValueError: a node not owned here.
         """
         nodes = as_id_array(nodes, "nodes", one_dim=True)
-
-        def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
-            request = pb.InSubgraphRequest()
-            codec.write_ids(request.nodes, chunk)
-            return "InSubgraph", request
-
-        per_node = 24.0 * self._average_degree() * _DEGREE_MARGIN
-        return self._edges_chunked(nodes, self._ids_per_chunk(per_node), make_request)
+        per_node = _EDGE_ANSWER_BYTES * self._average_degree() * _DEGREE_MARGIN
+        return self._query_edges_of("InSubgraph", pb.InSubgraphRequest, "nodes", nodes, per_node)
 
     def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
         """In- or out-degrees (int64) of nodes owned by this partition.
@@ -627,12 +402,16 @@ class RemotePartition:
         """
         nids = as_id_array(nids, "nids", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
-        requests = []
-        for sl in _split(len(nids), self.policy.chunk_bytes // 16):
+
+        def make_request(sl: slice) -> tuple[str, Any]:
             request = pb.DegreesRequest(edge_dir=wire_dir)
             codec.write_ids(request.nids, nids[sl])
-            requests.append(("Degrees", request))
-        results = [codec.read_ids(r.degrees, "degrees") for r in self._run_chunks(requests)]
+            return "Degrees", request
+
+        # An ID in the request and a degree in the answer: 8 bytes each.
+        results = [
+            codec.read_ids(r.degrees, "degrees") for r in self._run_by_rows(len(nids), 16, make_request)
+        ]
         return results[0] if len(results) == 1 else np.concatenate(results)
 
     # -- optimizer, barrier, checkpoints, shutdown -----------------------------------------------
@@ -651,9 +430,8 @@ class RemotePartition:
             raise ValueError(f"grads must be float32, got {grads.dtype}")
         if grads.ndim != 2 or grads.shape[0] != len(ids):
             raise ValueError(f"grads: shape {list(grads.shape)} must be [len(ids)={len(ids)}, dim]")
-        row_bytes = grads[:1].nbytes + 8
-        requests = []
-        for sl in _split(len(ids), self.policy.chunk_bytes // max(row_bytes, 1)):
+
+        def make_request(sl: slice) -> tuple[str, Any]:
             request = pb.PushGradRequest(name=name)
             codec.write_ids(request.ids, ids[sl])
             codec.write_tensor(request.grads, grads[sl], "float32")
@@ -662,8 +440,10 @@ class RemotePartition:
             request.optimizer.eps = optimizer.eps
             request.optimizer.beta1 = optimizer.beta1
             request.optimizer.beta2 = optimizer.beta2
-            requests.append(("PushGrad", request))
-        return max(r.version for r in self._run_chunks(requests))
+            return "PushGrad", request
+
+        answers = self._run_by_rows(len(ids), max(grads[:1].nbytes + 8, 1), make_request)
+        return max(r.version for r in answers)
 
     def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
         """Block until ``count`` participants reached barrier ``name`` on this server.
@@ -713,3 +493,9 @@ class RemotePartition:
             ServerUnavailableError: the server could not be reached.
         """
         self._call("Shutdown", pb.ShutdownRequest())
+
+
+def _pull_request(name: str, ids: np.ndarray) -> tuple[str, pb.PullRequest]:
+    request = pb.PullRequest(name=name)
+    codec.write_ids(request.ids, ids)
+    return "Pull", request

@@ -21,9 +21,8 @@ from graphstore.client.dataloader import (
     DistDataLoader,
     DistEdgeDataLoader,
     DistNodeDataLoader,
-    batch_plan,
-    num_batches,
 )
+from graphstore.client.dataloader.batching import batch_plan, num_batches
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler, Uniform
 from graphstore.client.sampling import sample_neighbors

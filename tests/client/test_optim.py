@@ -12,16 +12,9 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from graphstore.client.optim import (
-    exchange_rows,
-    exchange_sizes,
-    mean_by_id,
-    owner_of,
-    pack_rows,
-    sum_duplicates,
-    trainer_assignment,
-    unpack_rows,
-)
+from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
+from graphstore.client.optim.exchange import exchange_rows, exchange_sizes, pack_rows, unpack_rows
+from graphstore.client.optim.ownership import owner_of, trainer_assignment
 from tests.client.optim_helpers import run_trainers, stop_forkserver
 
 

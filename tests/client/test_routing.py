@@ -146,7 +146,7 @@ def test_assemble_permuted_single_piece():
 
 @pytest.mark.parametrize("min_length", [1, 2, 3, 64])
 def test_split_runs_covers_every_position_once(min_length):
-    from graphstore.client.dist_tensor import split_runs
+    from graphstore.client.routing import split_runs
 
     rng = np.random.default_rng(min_length)
     # Scattered seeds first, then long sorted stretches (a loader's input nodes), plus edge cases.

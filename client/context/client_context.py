@@ -1,16 +1,15 @@
-"""The process's one connection to the cluster: partitions, partition book, call policy, thread pool.
+"""``ClientContext``: the process's one connection to the cluster: partitions, partition book, call
+policy, thread pool.
 
 Every client object (``DistGraph``, ``DistTensor``, ``DistEmbedding``, samplers, loaders, optimizers)
-talks to the partitions through the :class:`ClientContext` that :func:`get_context` returns. It exists
-in one of two modes:
+talks to the partitions through the :class:`ClientContext` that
+:func:`~graphstore.client.context.get_context` returns. It exists in one of two modes:
 
 - distributed (``initialize()``): one :class:`~graphstore.client.transport.RemotePartition` per server;
   when a server runs on this host and its partition files are readable here (``local_read``), an
   in-process read-only view of that partition serves its read-only data without RPC;
 - standalone (``DistGraph(name, part_config=...)`` with no ``initialize()``): every partition is loaded
   in-process behind the same :class:`~graphstore.types.PartitionAPI`, no network.
-
-The context held here is the only process-global mutable state of the client.
 """
 
 from __future__ import annotations
@@ -30,94 +29,24 @@ import numpy as np
 
 from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
+from graphstore.client.context.connect import close_quietly, connect_servers
+from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
-from graphstore.client.transport import RemotePartition, open_in_process
-from graphstore.errors import ConfigError, ServerError
+from graphstore.client.transport import open_in_process
+from graphstore.errors import ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.rpc import RpcPolicy
-from graphstore.types import EDGE, NODE, PartitionAPI, PartitionMetadata, TensorScheme
+from graphstore.types import EDGE, NODE, PartitionAPI, TensorScheme
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_NOT_INITIALIZED = (
+NOT_INITIALIZED = (
     "graphstore client is not connected: call graphstore.client.initialize() first "
     "(or open DistGraph(name, part_config=...) for standalone mode)"
 )
-
-
-class _ProcessContext:
-    """Holder of the process's context (the one piece of global mutable state)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.context: ClientContext | None = None
-
-
-_PROCESS = _ProcessContext()
-
-
-def get_context() -> ClientContext:
-    """The process's client context.
-
-    Raises:
-        RuntimeError: when neither ``initialize()`` was called nor a standalone DistGraph opened.
-    """
-    ctx = _PROCESS.context
-    if ctx is None or ctx.closed:
-        raise RuntimeError(_NOT_INITIALIZED)
-    return ctx
-
-
-def current_context() -> ClientContext | None:
-    """The process's context, or None when there is none (never raises)."""
-    ctx = _PROCESS.context
-    return None if ctx is None or ctx.closed else ctx
-
-
-def set_context(ctx: ClientContext | None) -> ClientContext | None:
-    """Install ``ctx`` as the process's context; returns the one it replaced (not closed here)."""
-    with _PROCESS.lock:
-        previous, _PROCESS.context = _PROCESS.context, ctx
-        return previous
-
-
-def context_lock() -> threading.RLock:
-    """The lock serializing creation and replacement of the process's context."""
-    return _PROCESS.lock
-
-
-def trainer_rank_and_world() -> tuple[int, int]:
-    """Rank and size of the trainer group: from torch.distributed when it is initialized, else the
-    ``RANK`` / ``WORLD_SIZE`` environment variables, else ``(0, 1)``.
-
-    Raises:
-        ValueError: when RANK / WORLD_SIZE are set but not valid integers.
-    """
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return int(dist.get_rank()), int(dist.get_world_size())
-    except ImportError:  # pragma: no cover - torch is a dependency
-        pass
-    rank = _env_int("RANK", 0)
-    world = _env_int("WORLD_SIZE", 1)
-    if world < 1 or not 0 <= rank < world:
-        raise ValueError(f"environment RANK={rank} / WORLD_SIZE={world} are inconsistent")
-    return rank, world
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ValueError(f"environment variable {name}={value!r} is not an integer") from None
 
 
 class ClientContext:
@@ -185,71 +114,35 @@ class ClientContext:
     @classmethod
     def connect(cls, config: ClientConfig) -> ClientContext:
         """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
-        cross-check metadata, build the partition book, and open the co-located partition's files.
+        cross-check metadata, build the partition book, and open the co-located partition's files
+        (:func:`~graphstore.client.context.connect.connect_servers`).
 
         Raises:
             graphstore.errors.ServerUnavailableError: a server that does not become ready in
                 ``config.rpc.connect_timeout_s`` (the message names its address).
             graphstore.errors.ConfigError: servers that disagree with the config or each other.
         """
-
-        security = config.channel_security()
-        remotes: list[PartitionAPI] = []
-        pool = ThreadPoolExecutor(
-            max_workers=max(1, len(config.servers)), thread_name_prefix="graphstore-connect"
-        )
-        try:
-            for server in config.servers:
-                remotes.append(RemotePartition(server.address, server.part_id, config.rpc, security))
-
-            def ready_and_metadata(remote) -> PartitionMetadata:
-                remote.wait_ready(config.rpc.connect_timeout_s)
-                return remote.metadata()  # wait_ready checked the partition id; this returns the metadata
-
-            futures = [pool.submit(ready_and_metadata, remote) for remote in remotes]
-            metas = [future.result() for future in futures]
-            _check_metadata(config, metas)
-            from graphstore.partition import RangePartitionBook
-
-            first = metas[0]
-            rank, world = trainer_rank_and_world()
-            local_part_id, readers, local_data, part_config = _open_local_partition(
-                config, metas, rank, world
-            )
-            home = (
-                local_part_id
-                if local_part_id is not None
-                else rank_partitions(rank, world, first.num_parts)[0]
-            )
-            book = RangePartitionBook(
-                first.node_bounds, first.edge_bounds, part_id=home, graph_name=first.graph_name
-            )
-        except BaseException:
-            for remote in remotes:
-                _close_quietly(remote)
-            raise
-        finally:
-            pool.shutdown(wait=False)
+        cluster = connect_servers(config)
         ctx = cls(
-            graph_name=first.graph_name,
-            book=book,
-            partitions=remotes,
+            graph_name=cluster.metadata.graph_name,
+            book=cluster.book,
+            partitions=cluster.partitions,
             policy=config.rpc,
             standalone=False,
-            local_readers=readers,
-            local_part_id=local_part_id,
-            local_partition_data=local_data,
-            part_config=part_config,
+            local_readers=cluster.local_readers,
+            local_part_id=cluster.local_part_id,
+            local_partition_data=cluster.local_partition_data,
+            part_config=cluster.part_config,
             config=config,
             background_nice=config.background_nice,
         )
-        for scheme in first.tensors:
+        for scheme in cluster.metadata.tensors:
             ctx._schemes[scheme.name] = scheme
         logger.info(
             "connected to %d servers of graph %r (co-located partition: %s)",
-            len(remotes),
+            len(cluster.partitions),
             ctx.graph_name,
-            local_part_id,
+            cluster.local_part_id,
         )
         return ctx
 
@@ -464,16 +357,16 @@ class ClientContext:
         self._pool.shutdown(wait=True)
         if not self.standalone:
             for partition in self._partitions:
-                _close_quietly(partition)
+                close_quietly(partition)
         for reader in self._local_readers.values():
             close = getattr(reader, "close", None)
             if close is not None and not self.standalone:
-                _close_quietly(reader)
+                close_quietly(reader)
         self._local_readers.clear()
 
     def _check_open(self) -> None:
         if self.closed:
-            raise RuntimeError(_NOT_INITIALIZED)
+            raise RuntimeError(NOT_INITIALIZED)
 
     def __repr__(self) -> str:
         mode = "standalone" if self.standalone else "distributed"
@@ -481,133 +374,3 @@ class ClientContext:
             f"ClientContext({mode}, graph={self.graph_name!r}, num_parts={self.num_parts}, "
             f"local_part_id={self.local_part_id}, client_id={self.client_id!r})"
         )
-
-
-def _close_quietly(obj) -> None:
-    close = getattr(obj, "close", None)
-    if close is None:
-        return
-    try:
-        close()
-    except Exception as exc:  # noqa: BLE001 - cleanup must not mask the original error
-        logger.debug("ignoring error while closing %r: %s", obj, exc)
-
-
-def _check_metadata(config: ClientConfig, metas: list[PartitionMetadata]) -> None:
-    """Cross-check what the servers report against the config and each other."""
-    first = metas[0]
-    for server, meta in zip(config.servers, metas, strict=True):
-        where = f"server {server.address}"
-        if meta.part_id != server.part_id:
-            raise ConfigError(
-                f"{where} serves partition {meta.part_id}, but the config lists it for "
-                f"partition {server.part_id}"
-            )
-        if meta.num_parts != len(config.servers):
-            raise ConfigError(
-                f"{where} belongs to a graph of {meta.num_parts} partitions, but the config lists "
-                f"{len(config.servers)} servers"
-            )
-        if meta.graph_name != first.graph_name or tuple(meta.node_bounds) != tuple(first.node_bounds):
-            raise ConfigError(
-                f"{where} serves graph {meta.graph_name!r} with node bounds {list(meta.node_bounds)}, "
-                f"which differs from {config.servers[0].address} "
-                f"({first.graph_name!r}, {list(first.node_bounds)})"
-            )
-    if config.graph_name is not None and config.graph_name != first.graph_name:
-        raise ConfigError(
-            f"graph_name: the config says {config.graph_name!r} but the servers serve {first.graph_name!r}"
-        )
-
-
-def _local_host_names() -> set[str]:
-    names = {"localhost", "127.0.0.1", "::1", socket.gethostname()}
-    try:
-        names.add(socket.getfqdn())
-    except OSError:  # pragma: no cover
-        pass
-    return names
-
-
-def _open_local_partition(config: ClientConfig, metas: list[PartitionMetadata], rank: int, world: int):
-    """Choose and open the co-located partition: ``(local_part_id, {part: reader}, data, part_config)``."""
-    part_config = config.part_config
-    if config.local_read == "off":
-        return None, {}, None, part_config
-    num_parts = len(metas)
-    here = _local_host_names()
-    if config.local_read == "on":
-        candidates = list(range(num_parts))
-    else:
-        this_host = socket.gethostname()
-        candidates = [
-            p
-            for p, (server, meta) in enumerate(zip(config.servers, metas, strict=True))
-            if meta.hostname == this_host or (not meta.hostname and server.host in here)
-        ]
-    if not candidates:
-        return None, {}, None, part_config
-    if config.local_part_id is not None:
-        if config.local_part_id not in candidates:
-            logger.info(
-                "local_part_id %d is not co-located with this client; reading it over RPC",
-                config.local_part_id,
-            )
-            return None, {}, None, part_config
-        chosen = config.local_part_id
-    else:
-        home = rank_partitions(rank, world, num_parts)
-        chosen = next((p for p in home if p in candidates), candidates[0])
-    path = part_config or metas[chosen].part_config
-    try:
-        reader, data = _open_reader(path, chosen, metas[chosen])
-    except (OSError, ValueError, KeyError) as exc:
-        if config.local_read == "on":
-            raise ConfigError(
-                f"local_read: on, but partition {chosen} cannot be read here from {path!r}: {exc}"
-            ) from exc
-        logger.info("co-located partition %d not readable here (%s); reading it over RPC", chosen, exc)
-        return None, {}, None, part_config
-    return chosen, {chosen: reader}, data, path
-
-
-def _open_reader(path: str | None, part_id: int, meta: PartitionMetadata):
-    """Load partition ``part_id`` memory-mapped and check it is the one the server serves."""
-    if not path:
-        raise FileNotFoundError("no partition config path known (set part_config in the cluster config)")
-    from graphstore.partition import load_partition
-
-    data = load_partition(path, part_id)
-    if (
-        data.graph_name != meta.graph_name
-        or data.node_start != meta.node_bounds[part_id]
-        or data.node_end != meta.node_bounds[part_id + 1]
-        or data.edge_start != meta.edge_bounds[part_id]
-        or data.edge_end != meta.edge_bounds[part_id + 1]
-    ):
-        raise ValueError(
-            f"partition {part_id} in {path!r} is not the one the server serves (graph or ranges differ)"
-        )
-    return open_in_process(data, read_only=True), data
-
-
-def standalone_context(part_config: str) -> ClientContext:
-    """The process's context for ``part_config``: the current one if there is one (a distributed context
-    keeps talking to its servers; a standalone one of the same partition config is reused), else a new
-    standalone context loading every partition in-process, installed as the process's context.
-
-    Raises:
-        FileNotFoundError: a missing partition config.
-    """
-    with _PROCESS.lock:
-        ctx = current_context()
-        if ctx is not None:
-            if ctx.standalone and ctx.part_config != os.path.abspath(os.fspath(part_config)):
-                raise ValueError(
-                    f"a standalone graph from {ctx.part_config!r} is open; call exit_client() before opening "
-                    f"{os.fspath(part_config)!r}"
-                )
-            return ctx
-        ctx = ClientContext.open_standalone(part_config)
-        set_context(ctx)
-        return ctx

@@ -1,4 +1,5 @@
-"""Distributed sparse optimizers for :class:`~graphstore.client.dist_embedding.DistEmbedding`.
+"""``SparseGradOptimizer``: the base of the distributed sparse optimizers; one step collects,
+exchanges, merges and pushes the gradients of the embedding rows a mini-batch touched.
 
 ``SparseAdagrad`` (element-wise or row-wise) and ``SparseAdam`` update only the embedding rows a
 mini-batch touched. The rows and the optimizer state live on the partition servers; a step moves
@@ -9,7 +10,7 @@ gradients, never rows or state:
 2. When a ``torch.distributed`` process group exists (also with one rank), the pairs travel to the
    trainer that *owns* their rows, in one ``all_to_all_single`` per embedding after a size exchange
    (uneven splits; gloo on CPU, NCCL when the gradients are on CUDA). Ownership maps partitions onto
-   trainers (:func:`trainer_assignment`). A trainer that saw no rows sends empty tensors.
+   trainers (:mod:`~graphstore.client.optim.ownership`). A trainer that saw no rows sends empty tensors.
 3. The owner merges what it received: unique ids, gradients of the same id averaged over all their
    occurrences (the update is non-linear, so ids must be unique), and sends one ``PushGrad`` per
    server, in parallel. The server applies the update to the rows and their state under the tensor's
@@ -28,196 +29,21 @@ import time
 import weakref
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
+from graphstore.client.optim.exchange import exchange_rows, exchange_sizes, pack_rows, unpack_rows
+from graphstore.client.optim.ownership import owner_of, trainer_assignment
+from graphstore.client.optim.step_timings import StepTimings
 from graphstore.types import OptimizerConfig
 
 # The status a trainer sends beside its sizes: every trainer learns whether any trainer failed
 # before the gradients moved, so all of them raise together and none waits for the others.
 _STATUS_OK = 0
 _STATUS_FAILED = 1
-
-
-@dataclass
-class StepTimings:
-    """Cumulative wall time of the phases of :meth:`SparseGradOptimizer.step` (seconds).
-
-    Attributes:
-        steps: number of completed steps.
-        gather_s: reading gradients from the traces and the local duplicate sum.
-        exchange_s: the size exchange and the all_to_all of ids and gradients.
-        merge_s: the owner's de-duplication and averaging.
-        push_s: the PushGrad RPCs (they include the server's update).
-        sync_s: waiting for the other trainers' pushes (groups of more than one trainer).
-        rows_pushed: unique rows this trainer pushed.
-    """
-
-    steps: int = 0
-    gather_s: float = 0.0
-    exchange_s: float = 0.0
-    merge_s: float = 0.0
-    push_s: float = 0.0
-    sync_s: float = 0.0
-    rows_pushed: int = 0
-
-
-def trainer_assignment(num_parts: int, world_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Which trainers own the rows of each partition.
-
-    With at least as many trainers as partitions, trainer ``t`` serves partition ``t * P // T``: each
-    partition gets a contiguous block of ranks (the ranks launched on its host when trainers are
-    started host by host); its rows are split among them by id. With fewer trainers than partitions,
-    partition ``p`` goes to trainer ``p mod T``.
-
-    Args:
-        num_parts: number of partitions ``P``.
-        world_size: number of trainers ``T``.
-
-    Returns:
-        ``(first, count)``: int64 arrays of length ``P``; partition ``p``'s rows belong to trainers
-        ``first[p] .. first[p] + count[p] - 1``.
-
-    Raises:
-        ValueError: if either count is < 1.
-    """
-    if num_parts < 1:
-        raise ValueError(f"num_parts must be >= 1, got {num_parts}")
-    if world_size < 1:
-        raise ValueError(f"world_size must be >= 1, got {world_size}")
-    parts = np.arange(num_parts, dtype=np.int64)
-    if world_size >= num_parts:
-        first = -((-parts * world_size) // num_parts)
-        end = -((-(parts + 1) * world_size) // num_parts)
-        return first, end - first
-    return parts % world_size, np.ones(num_parts, dtype=np.int64)
-
-
-def owner_of(
-    ids: torch.Tensor, bounds: torch.Tensor, first: torch.Tensor, count: torch.Tensor
-) -> torch.Tensor:
-    """The owning trainer of each id (see :func:`trainer_assignment`), vectorized, on ``ids``' device.
-
-    Args:
-        ids: int64 global ids, within ``[bounds[0], bounds[-1])``.
-        bounds: int64 ``num_parts + 1`` partition boundaries.
-        first, count: the output of :func:`trainer_assignment` as int64 tensors.
-
-    Returns:
-        int64 owner ranks, one per id.
-    """
-    part = torch.searchsorted(bounds, ids, right=True) - 1
-    return first[part] + torch.remainder(ids - bounds[part], count[part])
-
-
-def sum_duplicates(ids: torch.Tensor, grads: torch.Tensor, counts: torch.Tensor | None = None):
-    """Sum the gradients (and counts) of equal ids.
-
-    Args:
-        ids: int64 ``[n]``.
-        grads: float32 ``[n, dim]``.
-        counts: float32 ``[n]`` occurrences behind each row, or None for one each.
-
-    Returns:
-        ``(unique_ids, grad_sums, counts)``: sorted unique ids, the summed gradients and the summed counts.
-    """
-    if counts is None:
-        counts = torch.ones(ids.shape[0], dtype=torch.float32, device=ids.device)
-    unique_ids, inverse = torch.unique(ids, sorted=True, return_inverse=True)
-    if unique_ids.shape[0] == ids.shape[0]:
-        order = torch.empty_like(inverse)
-        order[inverse] = torch.arange(ids.shape[0], device=ids.device)
-        return unique_ids, grads[order], counts[order]
-    sums = torch.zeros((unique_ids.shape[0], grads.shape[1]), dtype=torch.float32, device=grads.device)
-    sums.index_add_(0, inverse, grads)
-    total = torch.zeros(unique_ids.shape[0], dtype=torch.float32, device=ids.device)
-    total.index_add_(0, inverse, counts)
-    return unique_ids, sums, total
-
-
-def mean_by_id(ids: torch.Tensor, grads: torch.Tensor, counts: torch.Tensor | None = None):
-    """Unique ids and their gradients averaged over all occurrences (the reference's de-duplication).
-
-    Args:
-        ids: int64 ``[n]``.
-        grads: float32 ``[n, dim]`` gradient sums.
-        counts: float32 ``[n]`` occurrences summed into each row, or None for one each.
-
-    Returns:
-        ``(unique_ids, mean_grads)``, ids sorted.
-    """
-    unique_ids, sums, total = sum_duplicates(ids, grads, counts)
-    return unique_ids, sums / total.unsqueeze(1)
-
-
-def pack_rows(ids: torch.Tensor, grads: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
-    """One float32 ``[n, dim + 3]`` buffer: gradients, the id's 64 bits as two float32 words, the count.
-
-    One buffer means one all_to_all per embedding; the id bits are copied, never computed on, so
-    they survive the float32 view exactly.
-    """
-    n, dim = grads.shape
-    packed = torch.empty((n, dim + 3), dtype=torch.float32, device=grads.device)
-    packed[:, :dim] = grads
-    packed[:, dim : dim + 2] = ids.to(torch.int64).clone().view(torch.float32).view(n, 2)
-    packed[:, dim + 2] = counts
-    return packed
-
-
-def unpack_rows(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Inverse of :func:`pack_rows`: ``(ids, grads, counts)``."""
-    n, width = packed.shape
-    dim = width - 3
-    # A fresh buffer: a contiguous slice may start at an odd float offset, which int64 cannot view.
-    id_words = torch.empty((n, 2), dtype=torch.float32, device=packed.device)
-    id_words.copy_(packed[:, dim : dim + 2])
-    ids = id_words.view(torch.int64).view(n)
-    return ids, packed[:, :dim], packed[:, dim + 2]
-
-
-def exchange_sizes(send_counts: torch.Tensor, status: int, group=None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tell every trainer how many rows it will receive from each peer, and every peer's status.
-
-    Args:
-        send_counts: int64 ``[world_size, num_embeddings]``: rows this trainer sends to each peer, per
-            embedding, on the exchange device.
-        status: this trainer's status (0 = ready).
-        group: the process group (None: the default group).
-
-    Returns:
-        ``(recv_counts [world_size, num_embeddings], peer_status [world_size])``.
-    """
-    world_size, num_emb = send_counts.shape
-    buf = torch.empty((world_size, num_emb + 1), dtype=torch.int64, device=send_counts.device)
-    buf[:, :num_emb] = send_counts
-    buf[:, num_emb] = status
-    out = torch.empty_like(buf)
-    dist.all_to_all_single(out.view(-1), buf.view(-1), group=group)
-    return out[:, :num_emb], out[:, num_emb]
-
-
-def exchange_rows(
-    packed: torch.Tensor, send_counts: list[int], recv_counts: list[int], group=None
-) -> torch.Tensor:
-    """All-to-all of packed rows with uneven splits (``all_to_all_single``; works on gloo and NCCL).
-
-    Args:
-        packed: ``[sum(send_counts), width]`` rows grouped by destination rank.
-        send_counts: rows for each rank.
-        recv_counts: rows from each rank (from :func:`exchange_sizes`).
-        group: the process group.
-
-    Returns:
-        ``[sum(recv_counts), width]`` rows grouped by source rank.
-    """
-    out = torch.empty((sum(recv_counts), packed.shape[1]), dtype=packed.dtype, device=packed.device)
-    dist.all_to_all_single(
-        out, packed, output_split_sizes=recv_counts, input_split_sizes=send_counts, group=group
-    )
-    return out
 
 
 def _dist_embedding_class():
@@ -289,7 +115,7 @@ class SparseGradOptimizer:
 
     @lr.setter
     def lr(self, value: float) -> None:
-        self._config = dataclasses.replace(self._config, lr=_as_float(value, "lr"))
+        self._config = dataclasses.replace(self._config, lr=as_float(value, "lr"))
 
     def save(self, path):
         """Checkpoint the embeddings and their optimizer state (``graphstore.client.checkpoint.save``)."""
@@ -550,58 +376,12 @@ def _policy_of(ctx, emb) -> str:
     return scheme.policy if scheme is not None else "node"
 
 
-class SparseAdagrad(SparseGradOptimizer):
-    """Sparse Adagrad over DistEmbeddings, state on the servers.
-
-    The default keeps one accumulator per element (``G += g*g``), as ``torch.optim.Adagrad`` does;
-    ``rowwise=True`` keeps one per row (``G += mean(g*g)``), dividing the state memory by the
-    embedding dimension. The update is ``w -= lr * g / sqrt(G + eps)``.
-
-    Args:
-        params: the DistEmbeddings to optimize.
-        lr: learning rate (> 0).
-        eps: added inside the square root.
-        rowwise: one accumulator per row instead of per element.
+def as_float(value, label: str) -> float:
+    """A hyper-parameter as a float.
 
     Raises:
-        TypeError / ValueError: see :class:`SparseGradOptimizer`.
+        ValueError: ``value`` is not a number (a bool is not one either); the message names ``label``.
     """
-
-    def __init__(self, params, lr: float, eps: float = 1e-10, rowwise: bool = False):
-        kind = "rowwise_adagrad" if rowwise else "adagrad"
-        super().__init__(
-            params, OptimizerConfig(kind=kind, lr=_as_float(lr, "lr"), eps=_as_float(eps, "eps"))
-        )
-        self.rowwise = rowwise
-
-
-class SparseAdam(SparseGradOptimizer):
-    """Sparse Adam over DistEmbeddings, state (first and second moments, per-row step count) on the servers.
-
-    Each row keeps its own step count, so the bias correction of a rarely seen row is that of its
-    own number of updates: ``w -= lr * m_hat / (sqrt(v_hat) + eps)``.
-
-    Args:
-        params: the DistEmbeddings to optimize.
-        lr: learning rate (> 0).
-        betas: decay rates of the first and second moment, each in ``[0, 1)``.
-        eps: added to the denominator.
-
-    Raises:
-        TypeError / ValueError: see :class:`SparseGradOptimizer`.
-    """
-
-    def __init__(self, params, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
-        if len(tuple(betas)) != 2:
-            raise ValueError(f"betas must be a pair (beta1, beta2), got {betas!r}")
-        beta1, beta2 = (_as_float(b, "betas") for b in betas)
-        config = OptimizerConfig(
-            kind="adam", lr=_as_float(lr, "lr"), eps=_as_float(eps, "eps"), beta1=beta1, beta2=beta2
-        )
-        super().__init__(params, config)
-
-
-def _as_float(value, label: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise ValueError(f"{label} must be a number, got {value!r}")
     return float(value)

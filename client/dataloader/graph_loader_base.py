@@ -1,0 +1,73 @@
+"""What the node and edge loaders share: the graph and its sampler, the features and labels pulled for
+each batch (from memory-recycling buffers or a :class:`RemoteFeatureCache`), and the move to the
+training device."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+
+from graphstore.client.block import Block
+from graphstore.client.buffers import RowBufferPool
+from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
+from graphstore.client.dataloader.loader_base import LoaderBase
+from graphstore.client.dataloader.pair_graph import PairGraph
+
+# Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
+# training and the one being produced (more prefetch just allocates the extra batches afresh).
+_RECYCLED_BATCHES = 4
+
+
+class GraphLoaderBase(LoaderBase):
+    """Feature pulls and device moves shared by the node and edge loaders."""
+
+    def _init_graph(self, g, sampler, device, load_features, load_labels, cache_remote_features=0.0) -> None:
+        self.g = g
+        self.graph_sampler = sampler
+        self.device = torch.device(device) if device is not None else None
+        if isinstance(load_features, str):
+            load_features = (load_features,)
+        self.load_features = tuple(load_features or ())
+        self.load_labels = load_labels
+        available = set(g.ndata.keys())
+        wanted = list(self.load_features) + ([load_labels] if load_labels else [])
+        for name in wanted:
+            if name not in available:
+                raise KeyError(
+                    f"node data {name!r} does not exist on the graph (available: {sorted(available)}); "
+                    "pass load_features=() / load_labels=None to load nothing"
+                )
+        # Input features of a batch are tens of MB: their memory is recycled once a batch is dropped.
+        self._buffers = RowBufferPool(max_buffers=_RECYCLED_BATCHES * max(1, len(self.load_features)))
+        self.feature_caches: dict[str, RemoteFeatureCache] = {}
+        if isinstance(cache_remote_features, Mapping):
+            self.feature_caches = {n: c for n, c in cache_remote_features.items() if n in self.load_features}
+        elif cache_remote_features:
+            edge_dir = getattr(sampler, "edge_dir", "in")
+            for name in self.load_features:
+                self.feature_caches[name] = RemoteFeatureCache(g, name, cache_remote_features, edge_dir)
+
+    def _attach(
+        self, input_nodes: torch.Tensor, output_nodes: torch.Tensor | None, blocks: list[Block]
+    ) -> None:
+        for name in self.load_features:
+            cache = self.feature_caches.get(name)
+            if cache is not None:
+                rows = cache.read(input_nodes)
+            else:
+                rows = self.g.ndata[name].read(input_nodes, buffers=self._buffers)
+            blocks[0].srcdata[name] = rows
+        if self.load_labels and output_nodes is not None:
+            blocks[-1].dstdata[self.load_labels] = self.g.ndata[self.load_labels][output_nodes]
+
+    def _move(self, obj):
+        if self.device is None:
+            return obj
+        if isinstance(obj, (Block, PairGraph)):
+            return obj.to(self.device)
+        if isinstance(obj, torch.Tensor):
+            return obj.to(self.device)
+        if isinstance(obj, list):
+            return [self._move(o) for o in obj]
+        return obj

@@ -1,0 +1,68 @@
+"""``DistNodeDataLoader``: mini-batches for node classification, ``(input_nodes, output_nodes, blocks)``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
+from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
+from graphstore.client.dataloader.loader_base import as_item_ids
+
+
+class DistNodeDataLoader(GraphLoaderBase):
+    """Mini-batches for node classification: ``(input_nodes, output_nodes, blocks)``.
+
+    ``blocks[0].srcdata[f]`` holds the input features ``f`` of ``load_features`` and
+    ``blocks[-1].dstdata[load_labels]`` the output nodes' labels, pulled in the background.
+
+    Args:
+        g: the DistGraph.
+        nids: the training node IDs of this rank (e.g. from ``node_split``), or a boolean mask.
+        sampler: a :class:`~graphstore.client.samplers.NeighborSampler` (anything with ``sample_blocks``).
+        batch_size, shuffle, drop_last: as in PyTorch.
+        device: where to put the blocks and their data (default: CPU).
+        load_features: node features to pull for the input nodes.
+        load_labels: node data to pull for the output nodes (None: none).
+        prefetch: batches produced ahead (0: no background threads).
+        num_workers: background threads.
+        seed: shuffling seed.
+        equal_batches: agree with the other trainer ranks on the batch count.
+        cache_remote_features: keep this share (0..1) of the other partitions' nodes' input features
+            in memory, chosen by degree (see :class:`RemoteFeatureCache`); 0 caches nothing; or a
+            ``{feature: RemoteFeatureCache}`` mapping to share caches between loaders.
+
+    Raises:
+        KeyError: a feature or label name the graph does not have.
+        ValueError: bad sizes, or a cache of a writable feature.
+    """
+
+    def __init__(
+        self,
+        g,
+        nids,
+        sampler,
+        batch_size: int = 1,
+        shuffle: bool = False,
+        drop_last: bool = False,
+        device=None,
+        load_features: Sequence[str] | str = ("feat",),
+        load_labels: str | None = "label",
+        prefetch: int = 2,
+        num_workers: int = 1,
+        seed: int | None = None,
+        equal_batches: bool = True,
+        cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
+    ):
+        self.nids = as_item_ids(nids, "nids")
+        self._init_graph(g, sampler, device, load_features, load_labels, cache_remote_features)
+        super().__init__(
+            self.nids.size, batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
+        )
+
+    def _produce(self, positions: np.ndarray):
+        seeds = self.nids[positions]
+        input_nodes, output_nodes, blocks = self.graph_sampler.sample_blocks(self.g, seeds)
+        self._attach(input_nodes, output_nodes, blocks)
+        return self._move(input_nodes), self._move(output_nodes), self._move(blocks)

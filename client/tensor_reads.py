@@ -1,0 +1,87 @@
+"""Where a DistTensor's rows of one partition are read, and how they reach their places in the answer.
+
+Rows of read-only data loaded from the partition files are read in this process (standalone mode, or
+the co-located partition's mapped files); everything else is pulled from the partition's server.
+A multi-partition read puts each partition's rows in place from a worker thread, so the placement
+overlaps the other partitions' transfers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphstore.client.context import ClientContext
+from graphstore.client.routing import scatter_rows, split_runs
+from graphstore.types import PartitionAPI
+
+# Runs of consecutive answer positions at least this long are copied as slices; shorter ones are
+# scattered together (a slice copy costs a Python call, a scattered row a fancy-index step).
+_MIN_RUN = 64
+
+
+class InProcessReader:
+    """A partition read in this process (sorted first so it runs while the RPCs are in flight)."""
+
+    __slots__ = ("partition",)
+
+    def __init__(self, partition):
+        self.partition = partition
+
+    def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
+        """Rows of ``name`` for ``ids`` (see :meth:`graphstore.types.PartitionAPI.pull`)."""
+        return self.partition.pull(name, ids)
+
+    def pull_into(self, name: str, ids: np.ndarray, out: np.ndarray) -> np.ndarray:
+        """Gather rows of ``name`` for ``ids`` straight into ``out``."""
+        return self.partition.pull_into(name, ids, out)
+
+
+def partition_reader(ctx: ClientContext, part_id: int, local_reads: bool) -> PartitionAPI | InProcessReader:
+    """Where partition ``part_id``'s rows of a tensor are read: in-process or its server.
+
+    Args:
+        ctx: the client context.
+        part_id: the partition.
+        local_reads: the tensor's rows may be read from the co-located partition's files (read-only
+            data loaded from the partition files).
+    """
+    if ctx.standalone:
+        return InProcessReader(ctx.partition(part_id))
+    if local_reads and part_id == ctx.local_part_id:
+        reader = ctx.local_reader(part_id)
+        if reader is not None:
+            return InProcessReader(reader)
+    return ctx.partition(part_id)
+
+
+def read_into(
+    out: np.ndarray,
+    reader: PartitionAPI | InProcessReader,
+    name: str,
+    positions: np.ndarray,
+    part_ids: np.ndarray,
+) -> None:
+    """Read one partition's rows of ``name`` for ``part_ids`` into ``out[positions]``.
+
+    A loader's input nodes are the seeds, then the other sources, each sorted: a partition's rows
+    fill a few long runs of the answer (copied, or gathered in-process straight into place) and a
+    scattered remainder.
+    """
+    runs, rest = split_runs(positions, _MIN_RUN)
+    if isinstance(reader, InProcessReader):
+        for start, stop in runs:
+            first = int(positions[start])
+            reader.pull_into(name, part_ids[start:stop], out[first : first + stop - start])
+        if not runs:
+            scatter_rows(out, positions, reader.pull(name, part_ids))
+        elif rest.size:
+            scatter_rows(out, positions[rest], reader.pull(name, part_ids[rest]))
+        return
+    rows = reader.pull(name, part_ids).reshape((positions.size, *out.shape[1:]))
+    for start, stop in runs:
+        first = int(positions[start])
+        out[first : first + stop - start] = rows[start:stop]
+    if not runs:
+        scatter_rows(out, positions, rows)
+    elif rest.size:
+        scatter_rows(out, positions[rest], rows[rest])

@@ -1,0 +1,77 @@
+"""A failed gRPC call, turned into the exception the in-process server raises for the same failure.
+
+The server names the Python exception behind a refusal in its trailing metadata
+(``graphstore-error``); the client raises the same built-in exception (ValueError, KeyError,
+FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError) with the server's
+message, so code runs unchanged over either transport. A server that cannot be reached, or is going
+away, raises :class:`graphstore.errors.ServerUnavailableError` naming its address; anything else
+raises :class:`graphstore.errors.ServerError` with the gRPC status code.
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
+from graphstore.protos.service import ERROR_METADATA_KEY
+
+_ERRORS_BY_NAME: dict[str, type[Exception]] = {
+    "ValueError": ValueError,
+    "KeyError": KeyError,
+    "FileExistsError": FileExistsError,
+    "FileNotFoundError": FileNotFoundError,
+    "PermissionError": PermissionError,
+    "TimeoutError": TimeoutError,
+    "BarrierTimeoutError": BarrierTimeoutError,
+    "MemoryError": MemoryError,
+}
+# Server-side errors that mean "this server is going away": raised as ServerUnavailableError.
+_UNAVAILABLE_KINDS = ("ConnectionAbortedError",)
+# CANCELLED reaches a client that never cancels only from a server going away (calls that race with
+# its shutdown), so it means unavailable too.
+_UNAVAILABLE_CODES = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.CANCELLED,
+)
+
+
+class ResponseTooLarge(ServerError):
+    """A request or answer exceeded the gRPC message limit (RESOURCE_EXHAUSTED from gRPC itself)."""
+
+
+def translate_rpc_error(
+    address: str, method: str, err: grpc.RpcError, attempts: int = 1, elapsed_s: float | None = None
+) -> Exception:
+    """The exception to raise for a failed call.
+
+    Args:
+        address: ``host:port`` of the server (named in the message).
+        method: the RPC method that failed.
+        err: the gRPC error.
+        attempts: how many times the call was tried (reported for UNAVAILABLE / DEADLINE_EXCEEDED).
+        elapsed_s: seconds spent on all attempts; None leaves the attempt count out of the message.
+
+    Returns:
+        The exception the in-process server raises for the same failure, a
+        :class:`~graphstore.errors.ServerUnavailableError`, a :class:`ResponseTooLarge`, or a
+        :class:`~graphstore.errors.ServerError`.
+    """
+    code = err.code()
+    details = err.details() or ""
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and elapsed_s is not None:
+        details = f"{details} ({attempts} attempt{'s' if attempts != 1 else ''} in {elapsed_s:.1f} s)"
+    kind = ""
+    for key, value in err.trailing_metadata() or ():
+        if key == ERROR_METADATA_KEY:
+            kind = value
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind:
+        return ResponseTooLarge(address, code.name, f"{method}: {details}")
+    if kind in _UNAVAILABLE_KINDS:
+        return ServerUnavailableError(address, code.name, f"{method}: {details}")
+    exc_type = _ERRORS_BY_NAME.get(kind)
+    if exc_type is not None:
+        return exc_type(f"server {address}: {details}")
+    if code in _UNAVAILABLE_CODES:
+        return ServerUnavailableError(address, code.name, f"{method}: {details}")
+    return ServerError(address, code.name, f"{method}: {details}")
