@@ -20,8 +20,7 @@ from graphstore.client.constants import ANONYMOUS_PREFIX, CONFIG_ENV
 from graphstore.client.context import ClientContext, current_context, standalone_context
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.routing import assemble, normalize_index
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
-from graphstore.types import EDGE, NODE, TensorScheme
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, EDGE, NODE, TensorScheme
 
 # Edge features whose name clashes with a node feature are stored as "edge:NAME" on the servers.
 _EDGE_PREFIX = "edge:"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphstore.client.routing import partition_of
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE
 
 
 def even_sizes(total: int, num_chunks: int) -> np.ndarray:

@@ -46,6 +46,7 @@ class PartitionResult:
         edge_cut: fraction of directed edges whose endpoints lie in different partitions.
         part_nodes, part_edges: nodes and (in-)edges per partition.
         part_train_nodes: training nodes per partition (empty without a ``train_mask`` node array).
+        part_type_nodes: per node type, its nodes in each partition.
         assign_seconds: time to compute the assignment (METIS with its symmetrization, or random).
         timings: seconds per step: ``load``, ``symmetrize``, ``metis`` (METIS alone), ``balance_repair``,
             ``relabel``, ``write``.
@@ -64,6 +65,7 @@ class PartitionResult:
     part_nodes: list[int]
     part_edges: list[int]
     part_train_nodes: list[int] = field(default_factory=list)
+    part_type_nodes: dict[str, list[int]] = field(default_factory=dict)
     assign_seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     total_seconds: float = 0.0
@@ -188,8 +190,8 @@ def partition_graph(
         )
     check_num_parts(num_parts, graph.num_nodes)
     dtype_names = {
-        **{("node", k): storage_dtype_name(v, k, feat_dtype) for k, v in graph.node_data.items()},
-        **{("edge", k): storage_dtype_name(v, k, feat_dtype) for k, v in graph.edge_data.items()},
+        **{("node", t, k): storage_dtype_name(v, k, feat_dtype) for t, k, v in graph.node_arrays()},
+        **{("edge", t, k): storage_dtype_name(v, k, feat_dtype) for t, k, v in graph.edge_arrays()},
     }
 
     assign_start = time.perf_counter()
@@ -197,13 +199,19 @@ def partition_graph(
     assign_seconds = time.perf_counter() - assign_start
     logger.info("assigned %d nodes to %d partitions in %.2fs", graph.num_nodes, num_parts, assign_seconds)
     edge_cut = edge_cut_fraction(graph.src, graph.dst, part)
-    train_counts: list[int] = []
-    if "train_mask" in graph.node_data:
-        train = np.asarray(graph.node_data["train_mask"]).astype(bool)
-        train_counts = np.bincount(part[train], minlength=num_parts).tolist()
+    train_counts = _train_counts(graph, part, num_parts)
 
     step = time.perf_counter()
-    labels = relabel(part, graph.src, graph.dst, num_parts)
+    labels = relabel(
+        part,
+        graph.src,
+        graph.dst,
+        num_parts,
+        node_type=graph.node_type_of(),
+        num_ntypes=len(graph.schema.ntypes),
+        edge_type=graph.edge_type_of(),
+        num_etypes=len(graph.schema.canonical_etypes),
+    )
     del part
     timings["relabel"] = time.perf_counter() - step
 
@@ -227,6 +235,9 @@ def partition_graph(
         part_nodes=np.diff(labels.node_bounds).tolist(),
         part_edges=np.diff(labels.edge_bounds).tolist(),
         part_train_nodes=train_counts,
+        part_type_nodes={
+            ntype: labels.ntype_counts[:, t].tolist() for t, ntype in enumerate(graph.schema.ntypes)
+        },
         assign_seconds=assign_seconds,
         timings={k: round(v, 3) for k, v in timings.items()},
         total_seconds=time.perf_counter() - start_time,
@@ -234,6 +245,21 @@ def partition_graph(
         orig_nid=labels.orig_nid,
         orig_eid=labels.orig_eid,
     )
+
+
+def _train_counts(graph: GraphData, part: np.ndarray, num_parts: int) -> list[int]:
+    """Training nodes (``train_mask`` of any type) per partition; empty without a ``train_mask``."""
+    counts = np.zeros(num_parts, dtype=np.int64)
+    found = False
+    offsets = graph.node_offsets
+    for ntype, name, arr in graph.node_arrays():
+        if name != "train_mask":
+            continue
+        found = True
+        t = graph.schema.ntype_id(ntype)
+        train = np.flatnonzero(np.asarray(arr).astype(bool)) + offsets[t]
+        counts += np.bincount(part[train], minlength=num_parts)
+    return counts.tolist() if found else []
 
 
 def _describe_balance(balance_ntypes) -> object:
