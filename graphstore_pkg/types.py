@@ -18,6 +18,7 @@ patterns); the dtype travels by canonical name (:mod:`graphstore.dtypes`). IDs a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -194,6 +195,12 @@ def etype_key(canonical: CanonicalEtype) -> str:
     return ":".join(canonical)
 
 
+def typed_tensor_name(type_key: str, name: str) -> str:
+    """The tensor name of a typed graph's node or edge data: ``"paper/feat"``, ``"author:writes:paper/w"``
+    (DGL's feature keys)."""
+    return f"{type_key}/{name}"
+
+
 @dataclass(frozen=True)
 class TensorScheme:
     """What a server knows about one named tensor.
@@ -289,6 +296,9 @@ class PartitionMetadata:
     part_config: str = ""
     hostname: str = ""
     format_version: int = 1
+    schema: GraphSchema = field(default_factory=GraphSchema)
+    ntype_counts: tuple[int, ...] = ()  # num_parts x num_ntypes, row-major; empty: one type
+    etype_counts: tuple[int, ...] = ()  # num_parts x num_etypes, row-major
 
 
 @dataclass(frozen=True)
@@ -345,13 +355,18 @@ class PartitionAPI(Protocol):
     def sample_neighbors(
         self,
         seeds: np.ndarray,
-        fanout: int,
+        fanout: int | Sequence[int],
         edge_dir: str = "in",
         replace: bool = False,
-        prob: str | None = None,
+        prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sampled edges (src, dst, eid), global IDs, around seeds owned by this partition."""
+        """Sampled edges (src, dst, eid), homogeneous global IDs, around seeds owned by this partition.
+
+        ``fanout`` is one value for every edge type or one per edge type (0 skips a type, -1 takes
+        all); ``prob`` names a weight tensor, or one per edge type. An edge's type follows from its ID
+        (the partition book's ``map_to_per_etype``).
+        """
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(src, dst) of edges owned by this partition."""
@@ -359,8 +374,8 @@ class PartitionAPI(Protocol):
     def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All in-edges (src, dst, eid) of ``nodes``."""
 
-    def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
-        """In- or out-degrees (int64) of owned nodes."""
+    def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
+        """In- or out-degrees (int64) of owned nodes, over every edge type or over type ID ``etype``."""
 
     def push_grad(self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig) -> int:
         """Apply one sparse optimizer step to rows ``ids`` (unique) with float32 ``grads``."""
