@@ -28,11 +28,11 @@ from typing import TypeVar
 
 import numpy as np
 
-from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import RemotePartition, open_in_process
+from graphstore.config import ClusterConfig
 from graphstore.errors import ConfigError, ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.rpc import RpcPolicy
@@ -135,7 +135,7 @@ class ClientContext:
         standalone: True when every partition is in-process.
         local_part_id: the co-located partition read in-process, or None.
         part_config: path of the partition config on this host, when known.
-        config: the :class:`ClientConfig` of a distributed context (None when standalone).
+        config: the :class:`ClusterConfig` of a distributed context (None when standalone).
         background_nice: nice increment of the RPC pool's and the loaders' threads.
     """
 
@@ -151,7 +151,7 @@ class ClientContext:
         local_part_id: int | None,
         local_partition_data=None,
         part_config: str | None = None,
-        config: ClientConfig | None = None,
+        config: ClusterConfig | None = None,
         background_nice: int = DEFAULT_BACKGROUND_NICE,
     ):
         self.client_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -183,7 +183,7 @@ class ClientContext:
     # ----- construction ------------------------------------------------------------------------
 
     @classmethod
-    def connect(cls, config: ClientConfig) -> ClientContext:
+    def connect(cls, config: ClusterConfig) -> ClientContext:
         """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
         cross-check metadata, build the partition book, and open the co-located partition's files.
 
@@ -493,7 +493,7 @@ def _close_quietly(obj) -> None:
         logger.debug("ignoring error while closing %r: %s", obj, exc)
 
 
-def _check_metadata(config: ClientConfig, metas: list[PartitionMetadata]) -> None:
+def _check_metadata(config: ClusterConfig, metas: list[PartitionMetadata]) -> None:
     """Cross-check what the servers report against the config and each other."""
     first = metas[0]
     for server, meta in zip(config.servers, metas, strict=True):
@@ -529,7 +529,7 @@ def _local_host_names() -> set[str]:
     return names
 
 
-def _open_local_partition(config: ClientConfig, metas: list[PartitionMetadata], rank: int, world: int):
+def _open_local_partition(config: ClusterConfig, metas: list[PartitionMetadata], rank: int, world: int):
     """Choose and open the co-located partition: ``(local_part_id, {part: reader}, data, part_config)``."""
     part_config = config.part_config
     if config.local_read == "off":

@@ -42,15 +42,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from graphstore.auth import TOKEN_ENV
+from graphstore.config import ClusterConfig, ServerSpec, load_cluster_config, validate_remote_exec
 from graphstore.errors import GraphstoreError
-from graphstore.launcher.config import ClusterConfig, ServerSpec, load_cluster_config, validate_remote_exec
-from graphstore.launcher.control import (
-    SERVING,
-    UNREACHABLE,
-    port_accepts_connections,
-    probe_health,
-    request_shutdown,
-)
+from graphstore.launcher.control import SERVING, UNREACHABLE, probe_health, request_shutdown
+from graphstore.launcher.hosts import port_accepts_connections
 from graphstore.launcher.supervisor import ManagedProcess, ProcessSpec, Supervisor, exit_code_of
 
 DEFAULT_MASTER_PORT = 29500

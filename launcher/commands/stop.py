@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``graphstore stop``."""
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be > 0, got {args.timeout}")
-    from graphstore.launcher.config import load_cluster_config
+    from graphstore.config import load_cluster_config
     from graphstore.launcher.control import UNREACHABLE, probe_health, request_shutdown
 
     config = load_cluster_config(args.config, check_files=False)
