@@ -1,8 +1,39 @@
-"""Ports on this machine: whether one is in use, and a free one (the demo and launch use them)."""
+"""Which hosts are this machine, and free ports on it: what decides whether launch starts a process
+locally or through the remote-exec template, and where the demo and launch find unused ports."""
 
 from __future__ import annotations
 
+import ipaddress
 import socket
+
+
+def is_local_host(host: str) -> bool:
+    """Whether ``host`` names this machine: ``localhost``, this host name, or one of its IP addresses.
+
+    Other names are not resolved (no DNS lookups): they count as remote.
+
+    Args:
+        host: a host name or IP address (an IPv6 one with or without brackets).
+    """
+    name = host.strip("[]")
+    if (
+        name.lower() == "localhost"
+        or name == socket.gethostname()
+        or name == socket.gethostname().split(".")[0]
+    ):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if address.is_loopback or address.is_unspecified:
+        return True
+    try:
+        with socket.socket(_family(name), socket.SOCK_STREAM) as probe:
+            probe.bind((name, 0))
+        return True
+    except OSError:
+        return False
 
 
 def free_port(host: str = "") -> int:
