@@ -14,6 +14,7 @@ import signal
 import threading
 
 from graphstore.config import load_cluster_config, validate_remote_exec
+from graphstore.launcher.commands.arguments import add_command
 from graphstore.launcher.launch_session import Launch, LaunchOptions
 from graphstore.launcher.supervisor import Supervisor
 
@@ -72,10 +73,11 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``launch`` subcommand."""
-    parser = subparsers.add_parser(
+    parser = add_command(
+        subparsers,
         "launch",
-        help="start the servers and trainers of a cluster config, stream their logs, tear down",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
+        "start the servers and trainers of a cluster config, stream their logs, tear down",
+        __doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Example: graphstore launch --config configs/local-2part.yaml -- "
         "python examples/train_dist.py --graph-name cora --part-config data/cora/cora.json",

@@ -18,6 +18,8 @@ import dataclasses
 import json
 import sys
 
+from graphstore.launcher.commands.arguments import add_command
+
 
 def _format_bytes(count: int | None) -> str:
     if count is None:
@@ -140,10 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``status`` subcommand."""
-    parser = subparsers.add_parser(
-        "status",
-        help="show the health, partition, tensors and memory of the servers",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
+    parser = add_command(
+        subparsers, "status", "show the health, partition, tensors and memory of the servers", __doc__
     )
     parser.add_argument(
         "--config", help="cluster YAML: report every server in it (with --probe: only its tls settings)"

@@ -12,6 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
+from graphstore.launcher.commands.arguments import add_command
+
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``graphstore stop``."""
@@ -56,11 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``stop`` subcommand."""
-    parser = subparsers.add_parser(
-        "stop",
-        help="shut the servers of a cluster config down",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
-    )
+    parser = add_command(subparsers, "stop", "shut the servers of a cluster config down", __doc__)
     parser.add_argument("--config", required=True, help="cluster YAML")
     parser.add_argument("--timeout", type=float, default=5.0, help="deadline in seconds (default 5)")
     parser.add_argument(
