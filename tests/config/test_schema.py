@@ -4,6 +4,8 @@ in paths, IPv6 hosts), every field's validation, and the document round trip."""
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -338,3 +340,15 @@ def test_missing_file_is_a_config_error_and_a_file_not_found_error(tmp_path):
         load_cluster_config(tmp_path / "nope.yaml")
     assert isinstance(info.value, ConfigError) and isinstance(info.value, FileNotFoundError)
     assert "nope.yaml" in str(info.value)
+
+
+def test_reading_a_config_loads_neither_torch_nor_numpy(tmp_path):
+    """``graphstore status --probe`` and ``stop`` read the config; they must stay quick to start."""
+    path = write_yaml(tmp_path, "servers: [{host: '::1', port: 7000}]\n")
+    code = (
+        "import sys; from graphstore.config import load_cluster_config\n"
+        f"assert load_cluster_config({str(path)!r}, check_files=False).addresses == ['[::1]:7000']\n"
+        "assert 'torch' not in sys.modules and 'numpy' not in sys.modules, sorted(sys.modules)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
