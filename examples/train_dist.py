@@ -26,7 +26,6 @@ The training loop's pieces come from ``graphstore.client.training``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -85,14 +84,11 @@ def run(config: training.TrainConfig) -> dict:
         if save_path:
             results["model_path"] = training.save_model(model, save_path)
             print(f"model saved to {save_path}", flush=True)
-        training.report_run(results, config.metrics_json)
-    training.finish_training(loader, trainer.distributed)
-    return results
+    return training.finish_run(trainer, loader, results, config.metrics_json)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    training.add_common_arguments(parser)
+    parser = training.argument_parser(__doc__)  # every TrainConfig flag but --model
     parser.add_argument("--model", help="sage (GraphSAGE, default) | mlp (features-only baseline)")
     run(training.config_from_args(parser, training.TrainConfig, argv))
     return 0

@@ -19,7 +19,6 @@ The last line printed is ``test accuracy: X.XXXX``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -116,15 +115,12 @@ def run(config: training.EmbeddingConfig) -> dict:
         if save_path:
             training.save_model(model, save_path)
             print(f"dense model saved to {save_path} (the embedding rows stay on the servers)", flush=True)
-        training.report_run(results, config.metrics_json)
-    training.finish_training(loader, trainer.distributed)
-    return results
+    return training.finish_run(trainer, loader, results, config.metrics_json)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    training.add_common_arguments(parser)
-    training.add_embedding_arguments(parser)
+    parser = training.argument_parser(__doc__)
+    training.add_embedding_arguments(parser)  # --emb-dim, --sparse-lr, ...
     run(training.config_from_args(parser, training.EmbeddingConfig, argv))
     return 0
 

@@ -14,7 +14,7 @@ task on learnable node embeddings) are built from these pieces; a script of one'
 - :mod:`~graphstore.client.training.evaluation`: sampled and layer-wise inference;
 - :mod:`~graphstore.client.training.summary`, :mod:`~graphstore.client.training.report`: epoch records,
   results, the model file, the metrics JSON and the final ``test accuracy: X.XXXX`` line;
-- :mod:`~graphstore.client.training.teardown`: the end of a trainer.
+- :mod:`~graphstore.client.training.teardown`: the end of a run (rank 0's report, then every trainer).
 
 It uses only the public names of :mod:`graphstore.client`.
 """
@@ -23,6 +23,7 @@ from graphstore.client.training.amp import AMP_DTYPES, autocast_context, make_gr
 from graphstore.client.training.arguments import (
     add_common_arguments,
     add_embedding_arguments,
+    argument_parser,
     build_config,
     config_from_args,
     load_training_yaml,
@@ -50,7 +51,7 @@ from graphstore.client.training.process import (
 from graphstore.client.training.report import default_model_path, report_run, save_model
 from graphstore.client.training.summary import epoch_line, epoch_record, reduce_epoch, summarize_run
 from graphstore.client.training.task import NodeTask, load_task, mask_nodes
-from graphstore.client.training.teardown import finish_training
+from graphstore.client.training.teardown import finish_run, finish_training
 
 __all__ = [
     "AMP_DTYPES",
@@ -67,6 +68,7 @@ __all__ = [
     "add_embedding_arguments",
     "all_reduce_max",
     "all_reduce_sum",
+    "argument_parser",
     "autocast_context",
     "build_config",
     "build_model",
@@ -77,6 +79,7 @@ __all__ = [
     "evaluate",
     "evaluate_sampled",
     "feature_width",
+    "finish_run",
     "finish_training",
     "init_process_group",
     "layerwise_inference",

@@ -65,6 +65,20 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-threads", type=int, help="torch threads (default: CPUs / local trainers)")
 
 
+def argument_parser(docstring: str) -> argparse.ArgumentParser:
+    """A training script's parser, with :func:`add_common_arguments`' flags.
+
+    Args:
+        docstring: the script's docstring; its first line describes the script in ``--help``.
+
+    Returns:
+        The parser, for the script to add its own flags to.
+    """
+    parser = argparse.ArgumentParser(description=docstring.strip().splitlines()[0])
+    add_common_arguments(parser)
+    return parser
+
+
 def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the flags of the :class:`~graphstore.client.training.config.EmbeddingConfig` settings.
 

@@ -11,6 +11,7 @@ from graphstore.client.training import (
     TrainConfig,
     add_common_arguments,
     add_embedding_arguments,
+    argument_parser,
     build_config,
     config_from_args,
     parse_int_list,
@@ -110,3 +111,10 @@ def test_parse_int_list():
     assert parse_int_list("-1") == [-1]
     with pytest.raises(ValueError):
         parse_int_list("10,x")
+
+
+def test_the_script_parser_has_every_common_flag_and_the_docstrings_first_line():
+    parser = argument_parser("\nTrain a model.\n\nMore words.\n")
+    assert parser.description == "Train a model."
+    args = parser.parse_args(["--graph-name", "g", "--num-threads", "3", "--eval-mode", "layerwise"])
+    assert (args.graph_name, args.num_threads, args.eval_mode) == ("g", 3, "layerwise")
