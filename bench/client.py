@@ -20,7 +20,6 @@ reports medians over ``--repeats`` of:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -31,11 +30,9 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
+from common import emit_report
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
-
-from graphstore.launcher.local_servers import start_servers  # noqa: E402
+from graphstore.launcher.local_servers import start_servers
 
 TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
 
@@ -66,7 +63,7 @@ def load_server_bench():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "graphstore_bench_server", REPO_ROOT / "bench" / "server.py"
+        "graphstore_bench_server", Path(__file__).resolve().with_name("server.py")
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -290,11 +287,7 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    result = run(args)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(run(args), args.out)
     return 0
 
 

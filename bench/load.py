@@ -38,11 +38,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import emit_report
+
+from graphstore.launcher.local_servers import start_servers
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
-
-from graphstore.launcher.local_servers import start_servers  # noqa: E402
 
 KINDS = ("pull", "push_add", "sample", "push_grad")
 MIX = (0.40, 0.25, 0.20, 0.15)
@@ -340,10 +340,7 @@ def main() -> int:
     if args.procs < 1 or args.ops < 1:
         raise SystemExit(f"--procs and --ops must be >= 1, got {args.procs}, {args.ops}")
     report = parent_main(args)
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(report, args.out, indent=1)
     ok = report["errors"] == 0 and report["adds_exact"] and report["rss_within_5pct"] is not False
     return 0 if ok else 1
 

@@ -27,71 +27,63 @@ DGL 2.1's figures on this machine, 200k graph, same setting: 250k-278k seeds/s (
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
+from common import emit_report
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT))  # the shared server-process helper of the tests
-
-from graphstore.launcher.local_servers import start_servers  # noqa: E402
+from graphstore.launcher.local_servers import start_servers
 
 GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
 DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}
 HIDDEN_TARGET = 0.5
 
 
+# (flag, type, default, help) of every option, in --help order.
+OPTIONS = [
+    ("--graphs", str, "200k,1m", "comma-separated: 200k, 1m"),
+    ("--graph-200k", str, "/tmp/g200k.npz", "200k anchor graph (made when missing)"),
+    ("--graph-1m", str, "/tmp/g1m.npz", "1M anchor graph (made when missing)"),
+    ("--workdir", str, "/tmp/graphstore-bench-loader", "partitions and server logs"),
+    ("--one-hop-repeats", int, 50, None),
+    ("--batches", int, 16, "batches per two-layer measurement"),
+    ("--overlap-batches", int, 18, "training steps per overlap epoch"),
+    ("--overlap-repeats", int, 7, "paired epochs with / without prefetch"),
+    ("--batch-size", int, 1024, None),
+    ("--fanouts", str, "25,10", None),
+    ("--prefetch", int, 2, None),
+    ("--num-workers", int, 2, "loader background threads"),
+    ("--chunk-mb", float, 4.0, "client RPC chunk size (MB) for pulls"),
+    (
+        "--cache-fraction",
+        float,
+        1.0,
+        "also measure with this share of the remote nodes' features cached (0: skip)",
+    ),
+    ("--overlap-workers", int, 1, "loader threads in the overlap runs"),
+    (
+        "--overlap-torch-threads",
+        int,
+        0,
+        "torch threads of the training step (0: CPU count minus loader threads, DGL's advice)",
+    ),
+    ("--hidden", int, 256, None),
+    ("--torch-threads", int, 0, "torch intra-op threads for the model (0: torch's default)"),
+    ("--seed", int, 0, None),
+    ("--out", str, None, "also write the JSON here"),
+]
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--graphs", default="200k,1m", help="comma-separated: 200k, 1m")
-    parser.add_argument(
-        "--graph-200k", default="/tmp/g200k.npz", help="200k anchor graph (made when missing)"
-    )
-    parser.add_argument("--graph-1m", default="/tmp/g1m.npz", help="1M anchor graph (made when missing)")
-    parser.add_argument(
-        "--workdir", default="/tmp/graphstore-bench-loader", help="partitions and server logs"
-    )
-    parser.add_argument("--one-hop-repeats", type=int, default=50)
-    parser.add_argument("--batches", type=int, default=16, help="batches per two-layer measurement")
-    parser.add_argument("--overlap-batches", type=int, default=18, help="training steps per overlap epoch")
-    parser.add_argument(
-        "--overlap-repeats", type=int, default=7, help="paired epochs with / without prefetch"
-    )
-    parser.add_argument("--batch-size", type=int, default=1024)
-    parser.add_argument("--fanouts", default="25,10")
-    parser.add_argument("--prefetch", type=int, default=2)
-    parser.add_argument("--num-workers", type=int, default=2, help="loader background threads")
-    parser.add_argument("--chunk-mb", type=float, default=4.0, help="client RPC chunk size (MB) for pulls")
-    parser.add_argument(
-        "--cache-fraction",
-        type=float,
-        default=1.0,
-        help="also measure with this share of the remote nodes' features cached (0: skip)",
-    )
-    parser.add_argument("--overlap-workers", type=int, default=1, help="loader threads in the overlap runs")
-    parser.add_argument(
-        "--overlap-torch-threads",
-        type=int,
-        default=0,
-        help="torch threads of the training step (0: CPU count minus loader threads, DGL's advice)",
-    )
-    parser.add_argument("--hidden", type=int, default=256)
-    parser.add_argument(
-        "--torch-threads",
-        type=int,
-        default=0,
-        help="torch intra-op threads for the model (0: torch's default)",
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="also write the JSON here")
+    for flag, kind, default, help_text in OPTIONS:
+        parser.add_argument(flag, type=kind, default=default, help=help_text)
     return parser.parse_args(argv)
 
 
@@ -375,10 +367,7 @@ def main(argv=None) -> dict:
         "dgl_reference_200k": DGL_REFERENCE,
         "results": [bench_graph(label, paths[label], args) for label in labels],
     }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(report, args.out)
     return report
 
 

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
+from common import emit_report
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 DGL_STEPS_PER_S = (30.0, 37.0)
 PHASES = ("gather", "exchange", "merge", "push", "sync")
 
@@ -236,7 +236,6 @@ def server_update_ms(num_rows: int, dim: int, ids_per_push: int, kind: str, repe
 
 
 def bench_graph(label: str, graph: Path, args, kinds: list[str], trainer_counts: list[int]) -> list[dict]:
-    sys.path.insert(0, str(REPO_ROOT))
     from graphstore.launcher.local_servers import start_servers
 
     config = ensure_partitions(graph, args, label)
@@ -320,11 +319,7 @@ def run(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    report = run(args)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(run(args), args.out)
     return 0
 
 

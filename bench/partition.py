@@ -29,6 +29,7 @@ import tempfile
 import time
 
 from anchor import make_anchor_graph
+from common import emit_report
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -193,12 +194,7 @@ def main(argv: list[str] | None = None) -> int:
             "edge_cut_unbalanced": four["metis"]["edge_cut"] <= TARGETS_4PARTS["edge_cut_unbalanced"],
             "edge_cut_balanced": four["metis_balanced"]["edge_cut"] <= TARGETS_4PARTS["edge_cut_balanced"],
         }
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-        with open(args.out, "w") as fh:
-            fh.write(text + "\n")
+    emit_report(report, args.out, indent=1)
     return 0
 
 

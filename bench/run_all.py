@@ -47,9 +47,15 @@ HEADLINE = re.compile(
 MAX_BARS = 14
 
 
+def is_benchmark(path: Path) -> bool:
+    """Whether a ``bench/*.py`` is a benchmark script (it has a ``__main__`` block), not one of the
+    helper modules the benchmarks import (``anchor``, ``common``)."""
+    return 'if __name__ == "__main__":' in path.read_text()
+
+
 def discover(only: set[str] | None) -> list[Path]:
-    """The benchmark scripts (every ``bench/*.py`` but this one), sorted by name."""
-    scripts = sorted(p for p in BENCH_DIR.glob("*.py") if p.name != Path(__file__).name)
+    """The benchmark scripts (every ``bench/*.py`` with a ``__main__`` block but this one), sorted by name."""
+    scripts = sorted(p for p in BENCH_DIR.glob("*.py") if p.name != Path(__file__).name and is_benchmark(p))
     if only:
         unknown = only - {p.stem for p in scripts}
         if unknown:

@@ -25,7 +25,6 @@ is reusable from other benchmarks: ``start_raw_server()`` and ``RawClient``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import statistics
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
+from common import emit_report
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _STARTUP_RE = re.compile(r" at (\S+) \(loaded in ([0-9.]+) s\)")
@@ -331,10 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         raw.close()
         raw_proc.kill()
         raw_proc.wait(5)
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(report, args.out)
     return 0
 
 

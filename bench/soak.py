@@ -31,11 +31,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from common import emit_report
+from load import KINDS, prepare_graph, run_ops  # the same mixed calls as bench/load.py
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-
-from load import KINDS, prepare_graph, run_ops  # noqa: E402 - the same mixed calls as bench/load.py
 
 RIDE_OUT_RPC = {"deadline_s": 10, "max_retries": 30, "backoff_initial_s": 0.05, "backoff_max_s": 1.0}
 
@@ -247,10 +246,7 @@ def main() -> int:
     if args.client:
         return client_main(args)
     report = parent_main(args)
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
+    emit_report(report, args.out, indent=1)
     return 0 if report["errors"] == 0 and report["launch_exit_code"] == 0 else 1
 
 

@@ -6,7 +6,6 @@ Names follow DGL's ``dgl.distributed`` so that a ported script changes only its 
 from graphstore.client import checkpoint, optim
 from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
 from graphstore.client.block import Block, SampledSubgraph, to_block
-from graphstore.client.config import ClientConfig, load_client_config
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import get_context
 from graphstore.client.dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
@@ -18,6 +17,7 @@ from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler
 from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
 from graphstore.client.split import edge_split, node_split
+from graphstore.config import ClusterConfig, load_cluster_config
 
 __all__ = [
     "Block",
@@ -40,7 +40,7 @@ __all__ = [
     "to_block",
     "EID",
     "NID",
-    "ClientConfig",
+    "ClusterConfig",
     "DistEmbedding",
     "DistGraph",
     "DistTensor",
@@ -51,7 +51,7 @@ __all__ = [
     "get_rank",
     "initialize",
     "is_initialized",
-    "load_client_config",
+    "load_cluster_config",
     "node_split",
     "shutdown",
 ]

@@ -1,20 +1,20 @@
 """Connecting a trainer to the cluster: ``initialize``, ``exit_client``, ``shutdown``, ``get_num_clients``.
 
-Follows ``dgl.distributed.initialize`` / ``exit_client``. ``initialize()`` reads a cluster config (a YAML
-path, a dict, a DGL ``ip_config.txt``, or the path in ``GRAPHSTORE_CONFIG`` that ``graphstore launch``
-sets), opens one channel per server, waits (bounded) until each reports SERVING, fetches metadata and the
-partition book, and installs the process's :class:`~graphstore.client.context.ClientContext`.
+Follows ``dgl.distributed.initialize`` / ``exit_client``. ``initialize()`` reads the cluster config (a
+YAML path, a dict, a DGL ``ip_config.txt``, or the path in ``GRAPHSTORE_CONFIG`` that ``graphstore
+launch`` sets; see :mod:`graphstore.client.config`), opens one channel per server, waits (bounded)
+until each reports SERVING, fetches metadata and the partition book, and installs the process's
+:class:`~graphstore.client.context.ClientContext`.
 """
 
 from __future__ import annotations
 
 import atexit
-import dataclasses
 import logging
 import os
+from pathlib import Path
 
-from graphstore.client.config import ClientConfig, load_client_config
-from graphstore.client.constants import CONFIG_ENV
+from graphstore.client.config import find_cluster_config
 from graphstore.client.context import (
     ClientContext,
     context_lock,
@@ -22,6 +22,7 @@ from graphstore.client.context import (
     set_context,
     trainer_rank_and_world,
 )
+from graphstore.config import ClusterConfig, config_to_mapping, parse_cluster_config
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def initialize(
 
     Args:
         ip_config: a cluster YAML path, a dict, a DGL-style ``ip_config.txt`` path or a
-            :class:`~graphstore.client.config.ClientConfig`; default: the ``GRAPHSTORE_CONFIG``
+            :class:`~graphstore.config.ClusterConfig`; default: the ``GRAPHSTORE_CONFIG``
             environment variable.
         local_read: override the config's ``auto`` / ``on`` / ``off``.
         part_config: override the config's partition config path (used for co-located reads).
@@ -61,28 +62,22 @@ def initialize(
     unknown = set(dgl_options) - {"max_queue_size", "net_type", "num_worker_threads"}
     if unknown:
         raise ValueError(f"initialize() got unknown keyword arguments {sorted(unknown)}")
-    source = ip_config if ip_config is not None else os.environ.get(CONFIG_ENV) or None
-    if source is None:
-        raise ValueError(
-            f"initialize(): no cluster config; pass ip_config=PATH_OR_DICT or set {CONFIG_ENV} "
-            "(graphstore launch sets it)"
-        )
-    config = load_client_config(source)
+    config = find_cluster_config(ip_config)
     overrides = {}
     if local_read is not None:
         overrides["local_read"] = local_read
     if part_config is not None:
-        overrides["part_config"] = os.path.abspath(os.fspath(part_config))
+        overrides["part_config"] = os.fspath(part_config)
     if overrides:
-        config = load_client_config(_with_overrides(config, overrides))
+        config = _with_overrides(config, overrides)
     with context_lock():
         ctx = current_context()
         if ctx is not None and not ctx.standalone:
             if ctx.config == config:
                 return ctx
             raise RuntimeError(
-                f"already connected to {ctx.config.source or 'a cluster'}; call exit_client() before "
-                f"initialize() with another config ({config.source})"
+                f"already connected to {ctx.config.path or 'a cluster'}; call exit_client() before "
+                f"initialize() with another config ({config.path or 'a ClusterConfig'})"
             )
         new_ctx = ClientContext.connect(config)
         previous = set_context(new_ctx)
@@ -93,19 +88,11 @@ def initialize(
     return new_ctx
 
 
-def _with_overrides(config: ClientConfig, overrides: dict) -> dict:
-    data = {
-        "servers": [dataclasses.asdict(s) for s in config.servers],
-        "graph_name": config.graph_name,
-        "part_config": config.part_config,
-        "rpc": config.rpc,
-        "local_read": config.local_read,
-        "local_part_id": config.local_part_id,
-        "tls": config.tls,
-        "token": config.token,
-    }
-    data.update(overrides)
-    return data
+def _with_overrides(config: ClusterConfig, overrides: dict) -> ClusterConfig:
+    """``config`` with some fields replaced, validated again (relative paths: the working directory)."""
+    return parse_cluster_config(
+        {**config_to_mapping(config), **overrides}, Path.cwd(), config.path or "<dict>", check_files=False
+    )
 
 
 def is_initialized() -> bool:

@@ -21,6 +21,8 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphstore.auth import NO_SECURITY, ChannelSecurity
+from graphstore.config import split_address
+from graphstore.launcher.hosts import port_accepts_connections
 
 # The status a probe reports for a server that did not answer at all.
 UNREACHABLE = "UNREACHABLE"
@@ -127,7 +129,7 @@ def fetch_report(
         return ServerReport(address=address, health=health)
     metrics = metrics_error = None
     if metrics_port is not None:
-        host = address.rsplit(":", 1)[0].strip("[]")
+        host, _ = split_address(address)
         try:
             metrics = summarize_metrics(fetch_metrics_text(host, metrics_port, timeout_s, security))
         except (OSError, ValueError, http.client.HTTPException) as exc:
@@ -300,8 +302,7 @@ def request_shutdown(address: str, timeout_s: float = 5.0, security: ChannelSecu
             stub.Shutdown(graphstore_pb2.ShutdownRequest(), timeout=timeout_s, metadata=security.metadata)
         except grpc.RpcError as exc:
             if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                host, _, port = address.rpartition(":")
-                if port.isdigit() and port_accepts_connections(host.strip("[]"), int(port)):
+                if port_accepts_connections(*split_address(address)):
                     raise RuntimeError(
                         f"server {address}: Shutdown failed: UNAVAILABLE: {exc.details()} (something "
                         "accepts connections there: a TLS setting that does not match the server's?)"
@@ -311,14 +312,3 @@ def request_shutdown(address: str, timeout_s: float = 5.0, security: ChannelSecu
                 f"server {address}: Shutdown failed: {exc.code().name}: {exc.details()}"
             ) from None
     return "stopping"
-
-
-def port_accepts_connections(host: str, port: int, timeout_s: float = 0.3) -> bool:
-    """Whether something accepts TCP connections at ``host:port`` (a port-in-use check)."""
-    import socket
-
-    try:
-        with socket.create_connection((host, port), timeout=timeout_s):
-            return True
-    except OSError:
-        return False

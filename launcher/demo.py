@@ -14,9 +14,9 @@ demo ends with a summary of validation and test accuracy. Exits with launch's ex
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from graphstore.config import config_to_mapping, load_cluster_config
+from graphstore.launcher.hosts import free_port, port_accepts_connections
 
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
 
@@ -72,37 +75,31 @@ def find_repo() -> Path:
     )
 
 
-def port_is_free(host: str, port: int) -> bool:
-    """Whether nothing accepts connections on ``host:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) != 0
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
 def write_cluster_config(template: Path, part_config: Path, out: Path) -> Path:
     """The demo's cluster YAML: ``template`` with the freshly written partitions and free ports.
 
+    Args:
+        template: the cluster YAML to start from (read with the one cluster-config parser).
+        part_config: the partition config the servers serve.
+        out: where to write the result.
+
     Returns:
-        The path of the YAML written to ``out``.
+        ``out``.
+
+    Raises:
+        graphstore.errors.ConfigError: an invalid template (the message names the field).
     """
-    data = yaml.safe_load(template.read_text())
-    data["part_config"] = str(part_config.resolve())
+    config = load_cluster_config(template, check_files=False)
     taken: set[int] = set()
-    for server in data["servers"]:
-        port = int(server["port"])
-        if port in taken or not port_is_free(server["host"], port):
-            port = free_port()
-            while port in taken:
-                port = free_port()
-            server["port"] = port
+    servers = []
+    for server in config.servers:
+        port = server.port
+        while port in taken or port_accepts_connections(server.host, port):
+            port = free_port(server.bind_host)
         taken.add(port)
-    out.write_text(yaml.safe_dump(data, sort_keys=False))
+        servers.append(dataclasses.replace(server, port=port))
+    config = dataclasses.replace(config, part_config=str(part_config.resolve()), servers=tuple(servers))
+    out.write_text(yaml.safe_dump(config_to_mapping(config), sort_keys=False))
     return out
 
 

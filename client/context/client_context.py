@@ -27,13 +27,13 @@ from typing import TypeVar
 
 import numpy as np
 
-from graphstore.client.config import ClientConfig
 from graphstore.client.constants import ANONYMOUS_PREFIX
 from graphstore.client.context.connect import close_quietly, connect_servers
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import open_in_process
+from graphstore.config import ClusterConfig
 from graphstore.errors import ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.rpc import RpcPolicy
@@ -64,7 +64,7 @@ class ClientContext:
         standalone: True when every partition is in-process.
         local_part_id: the co-located partition read in-process, or None.
         part_config: path of the partition config on this host, when known.
-        config: the :class:`ClientConfig` of a distributed context (None when standalone).
+        config: the :class:`ClusterConfig` of a distributed context (None when standalone).
         background_nice: nice increment of the RPC pool's and the loaders' threads.
     """
 
@@ -80,7 +80,7 @@ class ClientContext:
         local_part_id: int | None,
         local_partition_data=None,
         part_config: str | None = None,
-        config: ClientConfig | None = None,
+        config: ClusterConfig | None = None,
         background_nice: int = DEFAULT_BACKGROUND_NICE,
     ):
         self.client_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -112,7 +112,7 @@ class ClientContext:
     # ----- construction ------------------------------------------------------------------------
 
     @classmethod
-    def connect(cls, config: ClientConfig) -> ClientContext:
+    def connect(cls, config: ClusterConfig) -> ClientContext:
         """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
         cross-check metadata, build the partition book, and open the co-located partition's files
         (:func:`~graphstore.client.context.connect.connect_servers`).

@@ -14,10 +14,10 @@ import socket
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from graphstore.client.config import ClientConfig
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import RemotePartition, open_in_process
+from graphstore.config import ClusterConfig
 from graphstore.errors import ConfigError
 from graphstore.partition import RangePartitionBook, load_partition
 from graphstore.partition.types import PartitionData
@@ -49,7 +49,7 @@ class ClusterConnection:
     part_config: str | None
 
 
-def connect_servers(config: ClientConfig) -> ClusterConnection:
+def connect_servers(config: ClusterConfig) -> ClusterConnection:
     """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
     cross-check metadata, build the partition book, and open the co-located partition's files.
 
@@ -111,7 +111,7 @@ def close_quietly(obj) -> None:
         logger.debug("ignoring error while closing %r: %s", obj, exc)
 
 
-def _check_metadata(config: ClientConfig, metas: list[PartitionMetadata]) -> None:
+def _check_metadata(config: ClusterConfig, metas: list[PartitionMetadata]) -> None:
     """Cross-check what the servers report against the config and each other.
 
     Raises:
@@ -152,7 +152,7 @@ def _local_host_names() -> set[str]:
     return names
 
 
-def _open_local_partition(config: ClientConfig, metas: list[PartitionMetadata], rank: int, world: int):
+def _open_local_partition(config: ClusterConfig, metas: list[PartitionMetadata], rank: int, world: int):
     """Choose and open the co-located partition: ``(local_part_id, {part: reader}, data, part_config)``.
 
     Raises:

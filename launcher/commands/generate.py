@@ -1,5 +1,8 @@
-"""``graphstore generate``: write a seeded synthetic graph (power-law degrees, communities,
-label-correlated features) to an ``.npz`` that ``graphstore partition`` reads."""
+"""``graphstore generate``: write a seeded synthetic graph to an ``.npz`` that ``graphstore partition``
+reads: power-law degrees, community structure, labels from communities, and features = class center +
+noise, so a GNN beats a features-only model. Output arrays: src, dst, feat, label, community,
+train_mask, val_mask, test_mask.
+"""
 
 from __future__ import annotations
 
@@ -8,21 +11,13 @@ import json
 import os
 import time
 
+from graphstore.launcher.commands.arguments import add_command, dataclass_from_args
 from graphstore.partition.partitioner import peak_rss_bytes
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``generate`` subcommand."""
-    parser = subparsers.add_parser(
-        "generate",
-        help="write a seeded synthetic graph (.npz)",
-        description=(
-            "Write a seeded synthetic graph: power-law degrees, community structure, labels from communities,"
-            " "
-            "and features = class center + noise, so a GNN beats a features-only model. Output arrays: src, "
-            "dst, feat, label, community, train_mask, val_mask, test_mask."
-        ),
-    )
+    parser = add_command(subparsers, "generate", "write a seeded synthetic graph (.npz)", __doc__)
     parser.add_argument("--num-nodes", type=int, required=True, help="number of nodes N")
     parser.add_argument("--avg-degree", type=float, default=10.0, help="directed edges per node (default 10)")
     parser.add_argument("--feat-dim", type=int, default=32, help="feature width (default 32)")
@@ -52,18 +47,7 @@ def run(args: argparse.Namespace) -> int:
     """Generate the graph; prints one json line of what was written."""
     from graphstore.partition.generate import GeneratorConfig, write_generated_graph
 
-    cfg = GeneratorConfig(
-        num_nodes=args.num_nodes,
-        avg_degree=args.avg_degree,
-        feat_dim=args.feat_dim,
-        num_classes=args.num_classes,
-        seed=args.seed,
-        communities_per_class=args.communities_per_class,
-        homophily=args.homophily,
-        feat_signal=args.feat_signal,
-        train_frac=args.train_frac,
-        val_frac=args.val_frac,
-    )
+    cfg = dataclass_from_args(GeneratorConfig, args)
     start = time.perf_counter()
     shapes = write_generated_graph(cfg, args.out, overwrite=args.overwrite)
     report = {

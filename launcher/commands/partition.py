@@ -1,4 +1,8 @@
-"""``graphstore partition``: split a graph (.npz or edge list) into partitions on disk."""
+"""``graphstore partition``: split a graph (.npz with src, dst and node/edge arrays, or a text edge list)
+into partitions on disk, with METIS or at random: node and edge IDs are relabelled into contiguous
+per-partition ranges, and OUT/NAME.json plus OUT/partK/ folders of memory-mappable .npy arrays are
+written (see docs/partition-format.md).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,13 @@ import json
 import os
 import time
 
+from graphstore.launcher.commands.arguments import add_command
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``partition`` subcommand."""
-    parser = subparsers.add_parser(
-        "partition",
-        help="partition a graph into OUT/NAME.json + OUT/partK/",
-        description=(
-            "Partition a graph (.npz with src, dst and node/edge arrays, or a text edge list) with METIS "
-            "or at "
-            "random, relabel node and edge IDs into contiguous per-partition ranges, and write OUT/NAME.json "
-            "plus OUT/partK/ folders of memory-mappable .npy arrays (see docs/partition-format.md)."
-        ),
+    parser = add_command(
+        subparsers, "partition", "partition a graph into OUT/NAME.json + OUT/partK/", __doc__
     )
     parser.add_argument("--graph", required=True, help="input .npz or edge-list text file")
     parser.add_argument("--name", default=None, help="graph name (default: the input file's stem)")

@@ -1,4 +1,5 @@
-"""``graphstore server``: run one partition server in the foreground.
+"""``graphstore server``: serve one graph partition (features, structure, run-time tensors) over gRPC,
+in the foreground.
 
 Example::
 
@@ -21,14 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 
+from graphstore.launcher.commands.arguments import add_command, dataclass_from_args
+
 
 def register(subparsers) -> None:
     """Add the ``server`` subcommand to the ``graphstore`` parser."""
-    parser = subparsers.add_parser(
-        "server",
-        help="serve one partition over gRPC",
-        description="Serve one graph partition (features, structure, run-time tensors) over gRPC.",
-    )
+    parser = add_command(subparsers, "server", "serve one partition over gRPC", __doc__)
     parser.add_argument("--part-config", required=True, help="partition config NAME.json")
     parser.add_argument("--part-id", type=int, required=True, help="the partition to serve")
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
@@ -112,25 +111,7 @@ def run(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM / SIGINT / a Shutdown call; returns the exit code."""
     from graphstore.server.main import ServerConfig, serve
 
-    config = ServerConfig(
-        part_config=args.part_config,
-        part_id=args.part_id,
-        host=args.host,
-        port=args.port,
-        writable_features=args.writable_features,
-        num_threads=args.num_threads,
-        max_message_bytes=args.max_message_mb * 1024 * 1024,
-        restore_from=args.restore_from,
-        checkpoint_on_exit=args.checkpoint_on_exit,
-        token=resolve_token(args),
-        tls_cert=args.tls_cert,
-        tls_key=args.tls_key,
-        tls_ca=args.tls_ca,
-        metrics_port=args.metrics_port,
-        checkpoint_dir=args.checkpoint_dir,
-        checkpoint_every_s=args.checkpoint_every_s,
-        checkpoint_every_updates=args.checkpoint_every_updates,
-        checkpoint_keep=args.checkpoint_keep,
-        restore_latest=args.restore_latest,
+    config = dataclass_from_args(
+        ServerConfig, args, max_message_bytes=args.max_message_mb * 1024 * 1024, token=resolve_token(args)
     )
     return serve(config)

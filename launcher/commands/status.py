@@ -18,6 +18,8 @@ import dataclasses
 import json
 import sys
 
+from graphstore.launcher.commands.arguments import add_command
+
 
 def _format_bytes(count: int | None) -> str:
     if count is None:
@@ -103,14 +105,14 @@ def run(args: argparse.Namespace) -> int:
     if args.probe is not None:
         config = None
         if args.config is not None:
-            from graphstore.launcher.config import load_cluster_config
+            from graphstore.config import load_cluster_config
 
             config = load_cluster_config(args.config, check_files=False)
         health = probe_health(args.probe, timeout_s=args.timeout, security=_probe_security(args, config))
         print(f"{args.probe} {health}")
         return 0 if health == SERVING else 1
 
-    from graphstore.launcher.config import load_cluster_config
+    from graphstore.config import load_cluster_config
     from graphstore.launcher.control import fetch_report
 
     config = load_cluster_config(args.config, check_files=False)
@@ -132,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
         json.dump(payload, sys.stdout, indent=2)
         print()
     else:
-        print(f"cluster {config.path}: graph {config.graph_name}, {config.num_parts} partitions")
+        print(f"cluster {config.path}: graph {config.graph_name or '-'}, {config.num_parts} partitions")
         for server, report in zip(config.servers, reports, strict=True):
             print("\n".join(_format_report(server.part_id, report)))
     return 0 if all(report.health == SERVING for report in reports) else 1
@@ -140,10 +142,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``status`` subcommand."""
-    parser = subparsers.add_parser(
-        "status",
-        help="show the health, partition, tensors and memory of the servers",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
+    parser = add_command(
+        subparsers, "status", "show the health, partition, tensors and memory of the servers", __doc__
     )
     parser.add_argument(
         "--config", help="cluster YAML: report every server in it (with --probe: only its tls settings)"

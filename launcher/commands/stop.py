@@ -12,12 +12,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from graphstore.launcher.commands.arguments import add_command
+
 
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``graphstore stop``."""
     if args.timeout <= 0:
         raise ValueError(f"--timeout must be > 0, got {args.timeout}")
-    from graphstore.launcher.config import load_cluster_config
+    from graphstore.config import load_cluster_config
     from graphstore.launcher.control import UNREACHABLE, probe_health, request_shutdown
 
     config = load_cluster_config(args.config, check_files=False)
@@ -56,11 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(subparsers) -> None:
     """Add the ``stop`` subcommand."""
-    parser = subparsers.add_parser(
-        "stop",
-        help="shut the servers of a cluster config down",
-        description=__doc__.split("\n\n")[0].replace("``", ""),
-    )
+    parser = add_command(subparsers, "stop", "shut the servers of a cluster config down", __doc__)
     parser.add_argument("--config", required=True, help="cluster YAML")
     parser.add_argument("--timeout", type=float, default=5.0, help="deadline in seconds (default 5)")
     parser.add_argument(

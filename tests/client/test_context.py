@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from graphstore.client import api
-from graphstore.client.config import ClientConfig, ServerAddress, load_client_config
+from graphstore.client.config import find_cluster_config
 from graphstore.client.context import ClientContext, current_context, get_context, trainer_rank_and_world
+from graphstore.config import ClusterConfig, ServerSpec
 from graphstore.errors import ConfigError, ServerUnavailableError
 from graphstore.rpc import RpcPolicy
 from tests.utils.graphs import make_partitioned_graph
@@ -18,22 +19,21 @@ from tests.utils.graphs import make_partitioned_graph
 # ----- config parsing (no servers) ----------------------------------------------------------------
 
 
-def test_yaml_config_reads_known_keys_and_ignores_the_rest(tmp_path):
-    (tmp_path / "cluster.yaml").write_text(
-        """
+def test_yaml_config_reads_the_launchers_file_and_rejects_unknown_keys(tmp_path):
+    text = """
 graph_name: g
 part_config: parts/g.json
-num_trainers: 4              # the launcher's key: ignored here
+num_trainers: 4              # the launcher's key: the one schema reads it too
 servers:
   - {host: 10.0.0.2, port: 50052, part_id: 1, exec_host: ns1}
   - {host: 10.0.0.1, port: 50051, part_id: 0}
-rpc: {deadline_s: 2.5, max_retries: 0, future_knob: 1}
+rpc: {deadline_s: 2.5, max_retries: 0}
 local_read: off
 tls: {ca: certs/ca.pem}
 token: s3cret
 """
-    )
-    config = load_client_config(str(tmp_path / "cluster.yaml"))
+    (tmp_path / "cluster.yaml").write_text(text)
+    config = find_cluster_config(str(tmp_path / "cluster.yaml"))
     assert [s.address for s in config.servers] == ["10.0.0.1:50051", "10.0.0.2:50052"]
     assert config.graph_name == "g"
     assert config.part_config == str(tmp_path / "parts" / "g.json")
@@ -41,20 +41,24 @@ token: s3cret
     assert config.local_read == "off"  # YAML's bare `off` is a boolean; it still means "off"
     assert config.tls.ca == str(tmp_path / "certs" / "ca.pem")
     assert config.token == "s3cret"
+    # One schema for launch and trainers: a key neither knows is a typo, reported by both.
+    (tmp_path / "cluster.yaml").write_text(text.replace("max_retries: 0", "max_retries: 0, future_knob: 1"))
+    with pytest.raises(ConfigError, match="'rpc.future_knob' is not a known field"):
+        find_cluster_config(str(tmp_path / "cluster.yaml"))
 
 
 def test_ip_config_txt_lines_are_partitions_in_order(tmp_path):
     path = tmp_path / "ip_config.txt"
     path.write_text("# DGL style\n127.0.0.1 40001\n\n127.0.0.1\n")
-    config = load_client_config(path)
-    assert config.servers == (ServerAddress("127.0.0.1", 40001, 0), ServerAddress("127.0.0.1", 30050, 1))
+    config = find_cluster_config(path)
+    assert config.servers == (ServerSpec("127.0.0.1", 40001, 0), ServerSpec("127.0.0.1", 30050, 1))
 
 
 def test_dict_and_config_objects():
-    config = load_client_config({"servers": [{"host": "::1", "port": 7000}], "local_read": "on"})
+    config = find_cluster_config({"servers": [{"host": "::1", "port": 7000}], "local_read": "on"})
     assert config.servers[0].address == "[::1]:7000"
     assert config.local_read == "on"
-    assert load_client_config(config) is config
+    assert find_cluster_config(config) is config
 
 
 @pytest.mark.parametrize(
@@ -75,18 +79,18 @@ def test_dict_and_config_objects():
 )
 def test_bad_config_names_the_field(data, field):
     with pytest.raises(ConfigError, match=field.replace("[", r"\[").replace("]", r"\]")):
-        load_client_config(data)
+        find_cluster_config(data)
 
 
 def test_bad_config_sources(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.yaml"):
-        load_client_config(tmp_path / "nope.yaml")
+        find_cluster_config(tmp_path / "nope.yaml")
     bad = tmp_path / "bad.yaml"
     bad.write_text("servers: [unclosed\n")
-    with pytest.raises(ConfigError, match="invalid YAML"):
-        load_client_config(bad)
+    with pytest.raises(ConfigError, match="YAML syntax error at line 2"):
+        find_cluster_config(bad)
     with pytest.raises(TypeError, match="int"):
-        load_client_config(42)
+        find_cluster_config(42)
 
 
 def test_rank_and_world(monkeypatch):
@@ -215,8 +219,8 @@ def test_server_that_dies_gives_a_named_error_not_a_hang(tmp_path):
     config_path, graph = make_partitioned_graph(tmp_path, num_nodes=200, num_parts=1, feat_dim=4)
     group = start_servers(config_path, 1)
     try:
-        config = ClientConfig(
-            servers=(ServerAddress("127.0.0.1", int(group.addresses[0].rsplit(":", 1)[1]), 0),),
+        config = ClusterConfig(
+            servers=(ServerSpec("127.0.0.1", int(group.addresses[0].rsplit(":", 1)[1]), 0),),
             rpc=RpcPolicy(deadline_s=2.0, connect_timeout_s=20.0, max_retries=1, backoff_initial_s=0.05),
             local_read="off",
         )

@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from graphstore.errors import ConfigError
-from graphstore.launcher.commands.launch import is_local_host, remote_argv
+from graphstore.launcher.hosts import is_local_host
+from graphstore.launcher.remote_exec import remote_argv
 from tests.launcher.helpers import (
     TRAINER_SCRIPT,
     free_ports,

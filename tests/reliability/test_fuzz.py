@@ -296,8 +296,8 @@ def _mutate(config: dict, path: tuple, value, delete: bool) -> dict:
     mutations=st.lists(st.tuples(st.sampled_from(FIELDS), BAD_VALUES, st.booleans()), min_size=1, max_size=3)
 )
 def test_broken_cluster_configs_give_one_config_error(graph, tmp_path, mutations):
-    from graphstore.client.config import load_client_config
-    from graphstore.launcher.config import load_cluster_config
+    from graphstore.client.config import find_cluster_config
+    from graphstore.config import load_cluster_config
 
     part_config, _, _ = graph
     config = _valid_config(part_config, [50001, 50002], tmp_path)
@@ -312,7 +312,7 @@ def test_broken_cluster_configs_give_one_config_error(graph, tmp_path, mutations
     else:
         assert loaded.num_parts == 2 and loaded.graph_name == "testgraph"
     try:
-        load_client_config(str(path))
+        find_cluster_config(str(path))
     except (ConfigError, FileNotFoundError) as exc:
         assert str(exc)
 
@@ -320,7 +320,7 @@ def test_broken_cluster_configs_give_one_config_error(graph, tmp_path, mutations
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=st.text(max_size=200))
 def test_random_yaml_text_gives_one_config_error(tmp_path, text):
-    from graphstore.launcher.config import load_cluster_config
+    from graphstore.config import load_cluster_config
 
     path = tmp_path / "random.yaml"
     path.write_text(text)

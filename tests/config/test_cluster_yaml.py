@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from graphstore.errors import ConfigError
-from graphstore.launcher.config import (
+from graphstore.config import (
     DEFAULT_REMOTE_EXEC,
     ClusterConfig,
     load_cluster_config,
     validate_remote_exec,
 )
+from graphstore.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -211,7 +211,7 @@ def test_client_reads_the_launcher_config(tmp_path):
     )
     path = write_yaml(tmp_path, text)
     ours = load_cluster_config(path)
-    theirs = client_config.load_client_config(str(path))
+    theirs = client_config.find_cluster_config(str(path))
     assert [s.address for s in theirs.servers] == ours.addresses
     assert theirs.part_config == ours.part_config
     assert theirs.local_read == ours.local_read == "off"

@@ -1,0 +1,140 @@
+"""One training epoch: the loader over this trainer's training nodes, and one pass over it (forward,
+loss, backward, optimizer steps), measured in :class:`EpochStats`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from graphstore.client import DistGraph, DistNodeDataLoader
+from graphstore.client.training.amp import autocast_context
+from graphstore.client.training.config import TrainConfig
+from graphstore.client.training.evaluation import InputFn
+from graphstore.client.training.features import prepare_features
+from graphstore.client.training.models import make_sampler
+
+# Spreads the loaders' shuffling seeds apart across ranks and runs (any prime works).
+SHUFFLE_SEED_STRIDE = 7919
+
+
+@dataclass
+class EpochStats:
+    """What one epoch measured on this rank (sums are reduced over ranks before logging).
+
+    Attributes:
+        loss_sum: the loss summed over the seeds (batch mean loss times batch size).
+        correct: seeds predicted right.
+        seeds: seeds trained on.
+        batches: mini-batches.
+        feature_bytes: bytes of input features pulled; None when the model read no stored features.
+        batch_losses: each batch's mean loss, in order.
+    """
+
+    loss_sum: float = 0.0
+    correct: int = 0
+    seeds: int = 0
+    batches: int = 0
+    feature_bytes: int | None = None
+    batch_losses: list[float] = field(default_factory=list)
+
+
+def make_train_loader(
+    g: DistGraph,
+    train_nodes: torch.Tensor,
+    config: TrainConfig,
+    device: torch.device,
+    rank: int,
+    load_features: tuple[str, ...],
+) -> DistNodeDataLoader:
+    """The shuffled, seeded loader of this trainer's training nodes: blocks sampled with the training
+    fanouts, labels (and ``load_features``) pulled in background threads.
+
+    Args:
+        g: the graph.
+        train_nodes: this trainer's training nodes.
+        config: the run's settings (fanouts, batch size, seed, labels, prefetch, workers).
+        device: where batches go.
+        rank: this trainer's rank (each rank shuffles with its own seed).
+        load_features: node data pulled for each batch's input nodes (``()``: none).
+
+    Returns:
+        The loader (every rank gets the same number of batches).
+    """
+    return DistNodeDataLoader(
+        g,
+        train_nodes,
+        make_sampler(config.training_fanouts(), config.seed),
+        batch_size=config.batch_size,
+        shuffle=True,
+        device=device,
+        load_features=load_features,
+        load_labels=config.label_name,
+        prefetch=config.prefetch,
+        num_workers=config.num_workers,
+        seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
+    )
+
+
+def train_epoch(
+    model: nn.Module,
+    loader: DistNodeDataLoader,
+    optimizer: torch.optim.Optimizer,
+    scaler: torch.amp.GradScaler,
+    config: TrainConfig,
+    device: torch.device,
+    *,
+    epoch: int,
+    show_progress: bool = False,
+    input_fn: InputFn | None = None,
+    after_backward: Callable[[], object] | None = None,
+) -> EpochStats:
+    """One pass over this rank's training nodes.
+
+    Args:
+        model: the model (DDP-wrapped in a trainer group).
+        loader: :func:`make_train_loader`'s loader.
+        optimizer: the dense parameters' optimizer.
+        scaler: the loss scaler (:func:`~graphstore.client.training.amp.make_grad_scaler`).
+        config: the run's settings (features, labels, amp).
+        device: where the model is.
+        epoch: the epoch's number (the progress bar's label).
+        show_progress: draw a tqdm bar.
+        input_fn: ``input_fn(input_nodes, blocks) -> x`` (default: the pulled features, counted in
+            ``feature_bytes``).
+        after_backward: called after each backward pass (e.g. a sparse optimizer's step).
+
+    Returns:
+        This rank's figures of the epoch.
+    """
+    stats = EpochStats(feature_bytes=0 if input_fn is None else None)
+    batches = tqdm(loader, total=len(loader), desc=f"epoch {epoch}", leave=False, disable=not show_progress)
+    for input_nodes, _, blocks in batches:
+        if input_fn is None:
+            raw = blocks[0].srcdata[config.feat_name]
+            stats.feature_bytes += raw.numel() * raw.element_size()
+            x = prepare_features(raw, config.feat_norm)
+        else:
+            x = input_fn(input_nodes, blocks)
+        labels = blocks[-1].dstdata[config.label_name].reshape(-1)
+        with autocast_context(device, config.amp):
+            logits = model(blocks, x)
+        loss = F.cross_entropy(logits.float(), labels)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        if after_backward is not None:
+            after_backward()
+        scaler.step(optimizer)
+        scaler.update()
+        loss_value = float(loss.detach())
+        stats.batch_losses.append(loss_value)
+        stats.loss_sum += loss_value * labels.numel()
+        stats.correct += int((logits.detach().argmax(dim=-1) == labels).sum())
+        stats.seeds += int(labels.numel())
+        stats.batches += 1
+        batches.set_postfix(loss=f"{loss_value:.4f}")
+    return stats

@@ -1,0 +1,163 @@
+"""Setting up one trainer process: its device, its threads, its seeds, the trainer group, the graph.
+
+A trainer started by ``graphstore launch`` (or torchrun, Slurm, Kubernetes) finds ``MASTER_ADDR``,
+``RANK``, ``WORLD_SIZE``, ... and ``GRAPHSTORE_CONFIG`` in its environment: it joins the group and
+connects to the servers. Without them it runs alone in standalone mode, every partition loaded
+in-process from ``part_config``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from graphstore.client import DistGraph, get_context, is_initialized
+from graphstore.client.training.collectives import rank_and_world
+from graphstore.client.training.config import TrainConfig
+
+# The variable ``graphstore launch`` sets to the cluster YAML; DistGraph connects to its servers.
+LAUNCH_CONFIG_ENV = "GRAPHSTORE_CONFIG"
+TRAINER_GROUP_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+PROCESS_GROUP_TIMEOUT = timedelta(seconds=300)
+
+
+def resolve_device(requested: str) -> torch.device:
+    """``cpu`` / ``cuda`` (this process's ``LOCAL_RANK`` GPU) / ``cuda:N`` / ``auto`` -> the device.
+
+    Args:
+        requested: the ``device`` setting.
+
+    Returns:
+        The device (a CUDA one is also made the process's current device).
+
+    Raises:
+        RuntimeError: CUDA requested but not available.
+    """
+    if requested == "auto":
+        requested = "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cpu":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise RuntimeError(f"device {requested!r} requested but CUDA is not available")
+    if requested == "cuda":
+        requested = f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
+    device = torch.device(requested)
+    torch.cuda.set_device(device)
+    return device
+
+
+def set_threads(requested: int | None) -> int:
+    """Give each co-located trainer its share of the CPUs (what torchrun does with OMP_NUM_THREADS).
+
+    Args:
+        requested: torch's intra-op threads; None: the CPUs divided by ``LOCAL_WORLD_SIZE``.
+
+    Returns:
+        The number of threads set.
+    """
+    if requested is None:
+        local_trainers = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        requested = max(1, (os.cpu_count() or 1) // local_trainers)
+    torch.set_num_threads(int(requested))
+    return int(requested)
+
+
+def init_process_group(device: torch.device) -> bool:
+    """Join the trainer group when launched with torchrun-style variables (gloo on CPU, NCCL on CUDA).
+
+    Args:
+        device: this trainer's device (picks the backend).
+
+    Returns:
+        Whether a process group exists.
+    """
+    if dist.is_initialized():
+        return True
+    if not all(os.environ.get(k) for k in TRAINER_GROUP_ENV):
+        return False
+    backend = "nccl" if device.type == "cuda" else "gloo"
+    dist.init_process_group(backend, timeout=PROCESS_GROUP_TIMEOUT)
+    return True
+
+
+def open_graph(graph_name: str, part_config: str | None) -> DistGraph:
+    """Connect to the servers when launched (``GRAPHSTORE_CONFIG``), else open standalone mode.
+
+    Args:
+        graph_name: the partitioned graph's name.
+        part_config: the partition config; required in standalone mode.
+
+    Returns:
+        The graph.
+
+    Raises:
+        ValueError: no ``part_config`` and no cluster to connect to.
+    """
+    if part_config is None and not is_initialized() and not os.environ.get(LAUNCH_CONFIG_ENV):
+        raise ValueError(
+            f"--part-config is required without graphstore launch ({LAUNCH_CONFIG_ENV} is not set)"
+        )
+    return DistGraph(graph_name, part_config=part_config)
+
+
+@dataclass
+class TrainerProcess:
+    """This trainer once set up.
+
+    Attributes:
+        device: where the model runs.
+        graph: the opened graph.
+        distributed: whether a trainer group (and DDP) exists.
+        rank: this trainer's rank (0 without a group).
+        world_size: the number of trainers (1 without a group).
+        mode: ``standalone`` (partitions loaded in-process) or ``distributed`` (servers).
+        show_progress: whether this trainer draws tqdm bars (rank 0 only).
+    """
+
+    device: torch.device
+    graph: DistGraph
+    distributed: bool
+    rank: int
+    world_size: int
+    mode: str
+    show_progress: bool
+
+
+def setup_trainer(config: TrainConfig) -> TrainerProcess:
+    """Device, threads, seeds (torch and numpy), trainer group and graph, in that order.
+
+    Args:
+        config: the run's settings.
+
+    Returns:
+        The set-up trainer.
+
+    Raises:
+        RuntimeError: CUDA requested but not available.
+        ValueError: no ``part_config`` and no cluster to connect to.
+    """
+    device = resolve_device(config.device)
+    set_threads(config.num_threads)
+    torch.manual_seed(config.seed)
+    np.random.seed(config.seed)
+    distributed = init_process_group(device)
+    graph = open_graph(config.graph_name, config.part_config)
+    rank, world_size = rank_and_world()
+    show_progress = rank == 0 and (
+        config.progress == "on" or (config.progress == "auto" and sys.stderr.isatty())
+    )
+    return TrainerProcess(
+        device=device,
+        graph=graph,
+        distributed=distributed,
+        rank=rank,
+        world_size=world_size,
+        mode="standalone" if get_context().standalone else "distributed",
+        show_progress=show_progress,
+    )

@@ -1,0 +1,213 @@
+"""The cluster config as dataclasses: what every reader of the cluster YAML gets.
+
+``graphstore launch`` / ``status`` / ``stop``, the demo and the trainers' ``initialize()`` all hold a
+:class:`ClusterConfig` built by :func:`graphstore.config.parse_cluster_config`; the dataclasses carry
+validated values only (absolute paths, hosts without brackets, ports in range).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from graphstore.errors import ConfigError
+from graphstore.priority import DEFAULT_BACKGROUND_NICE
+from graphstore.rpc import RpcPolicy, TlsSettings
+
+DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
+DEFAULT_TRAINER_HOST = "127.0.0.1"
+DEFAULT_MAX_RESTARTS = 3
+DEFAULT_CHECKPOINT_KEEP = 3
+LOCAL_READ_MODES = ("auto", "on", "off")
+RESTART_POLICIES = ("no", "on-failure")
+
+
+def format_address(host: str, port: int) -> str:
+    """``host:port`` as gRPC dials it, with an IPv6 host in brackets (``[::1]:50051``).
+
+    Args:
+        host: a host name or IP address, an IPv6 one with or without brackets.
+        port: the TCP port.
+    """
+    if ":" in host and not host.startswith("["):
+        return f"[{host}]:{port}"
+    return f"{host}:{port}"
+
+
+def split_address(address: str) -> tuple[str, int]:
+    """``(host, port)`` of a ``host:port`` address; the inverse of :func:`format_address`.
+
+    Args:
+        address: e.g. ``10.0.0.1:50051`` or ``[::1]:50051``.
+
+    Returns:
+        The host (an IPv6 one without brackets) and the port.
+
+    Raises:
+        ConfigError: no ``:port`` after the host, or a port that is not a number.
+    """
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"address {address!r} is not HOST:PORT (an IPv6 host in brackets: [::1]:50051)")
+    return host.strip("[]"), int(port)
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One partition server of the cluster.
+
+    Attributes:
+        host: the address clients (trainers, ``graphstore status``) connect to; an IPv6 address is
+            kept without brackets (``::1``).
+        port: its TCP port.
+        part_id: the partition it serves.
+        exec_host: where ``graphstore launch`` starts it: the ``{host}`` of the remote-exec
+            template (an ssh host name, a network namespace...). Defaults to ``host``.
+        bind_host: the address the server binds (``graphstore server --host``). Defaults to
+            ``host``; ``0.0.0.0`` serves on every interface.
+    """
+
+    host: str
+    port: int
+    part_id: int
+    exec_host: str = ""
+    bind_host: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.exec_host:
+            object.__setattr__(self, "exec_host", self.host)
+        if not self.bind_host:
+            object.__setattr__(self, "bind_host", self.host)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` as clients dial it (IPv6 literals bracketed)."""
+        return format_address(self.host, self.port)
+
+
+@dataclass(frozen=True)
+class CheckpointSettings:
+    """Periodic server-side checkpoints (``docs/reliability.md``); all optional.
+
+    Attributes:
+        path: the folder (server ``k`` writes ``path/part-k/ckpt-N``), on each server's host.
+        every_s: checkpoint when this many seconds passed and something changed.
+        every_updates: checkpoint after this many updates.
+        keep: complete checkpoints kept per server.
+    """
+
+    path: str | None = None
+    every_s: float | None = None
+    every_updates: int | None = None
+    keep: int = DEFAULT_CHECKPOINT_KEEP
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClusterConfig:
+    """A validated cluster config. Paths are absolute, with ``~`` expanded.
+
+    Attributes:
+        servers: one per partition, sorted by ``part_id`` (0 .. num_parts - 1).
+        path: the YAML file this came from (what ``graphstore launch`` puts in ``GRAPHSTORE_CONFIG``),
+            or the name a parsed mapping was given (``<dict>``); empty when built in code.
+        graph_name: the graph's name, checked against the partition config and the servers; None
+            (trainers, ``status``, ``stop``): take the servers'.
+        part_config: the partition config ``NAME.json``; required by ``graphstore launch``, optional
+            for trainers (the servers report theirs).
+        trainer_hosts: hosts the trainers run on (``graphstore launch`` starts
+            ``trainers_per_host`` on each; the first one hosts rank 0 and ``MASTER_ADDR``).
+        trainers_per_host: trainer processes per trainer host.
+        master_port: ``MASTER_PORT`` for the trainers; None picks a free port.
+        remote_exec: the command template starting a process on another host.
+        remote_python: the Python interpreter on remote hosts; None: the same path as here.
+        server_args: extra arguments appended to every ``graphstore server`` command.
+        rpc: deadlines, retries and chunking of calls.
+        local_read: ``auto`` (trainers read the co-located partition's read-only data from its files
+            when its server runs on their host and the files are readable), ``on`` (whenever the files
+            are readable, whatever the host; an error when they are not) or ``off``.
+        local_part_id: pins the partition trainers read locally (default: the client decides).
+        background_nice: how much lower the trainers schedule their background threads (RPC pool,
+            loader workers) than the training thread, 0..19 (see :mod:`graphstore.priority`).
+        restart: ``no`` or ``on-failure``: a server that exits with an error is restarted (from its
+            latest periodic checkpoint when ``checkpoint.path`` is set).
+        max_restarts: restarts allowed per server over the launch (then the launch fails).
+        checkpoint: periodic server checkpoints.
+        tls: TLS settings, or None.
+        token: the shared token (read from ``token_file`` when that is given), or None.
+        token_file: the file the token came from (servers on other hosts read the same path).
+        metrics_port: Prometheus metrics: server ``k`` serves them on ``metrics_port + k``; None: off.
+    """
+
+    servers: tuple[ServerSpec, ...]
+    path: str = ""
+    graph_name: str | None = None
+    part_config: str | None = None
+    trainer_hosts: tuple[str, ...] = (DEFAULT_TRAINER_HOST,)
+    trainers_per_host: int = 1
+    master_port: int | None = None
+    remote_exec: str = DEFAULT_REMOTE_EXEC
+    remote_python: str | None = None
+    server_args: tuple[str, ...] = ()
+    rpc: RpcPolicy = field(default_factory=RpcPolicy)
+    local_read: str = "auto"
+    local_part_id: int | None = None
+    background_nice: int = DEFAULT_BACKGROUND_NICE
+    restart: str = "no"
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    checkpoint: CheckpointSettings = field(default_factory=CheckpointSettings)
+    tls: TlsSettings | None = None
+    token: str | None = field(default=None, repr=False)
+    token_file: str | None = None
+    metrics_port: int | None = None
+
+    @property
+    def num_parts(self) -> int:
+        """The number of partitions (one server each)."""
+        return len(self.servers)
+
+    @property
+    def num_trainers(self) -> int:
+        """Total trainer processes (the trainers' ``WORLD_SIZE``)."""
+        return self.trainers_per_host * len(self.trainer_hosts)
+
+    @property
+    def addresses(self) -> list[str]:
+        """``host:port`` of each server, indexed by partition."""
+        return [server.address for server in self.servers]
+
+    def metrics_port_of(self, part_id: int) -> int | None:
+        """The metrics port of server ``part_id`` (``metrics_port + part_id``), or None when off."""
+        return None if self.metrics_port is None else self.metrics_port + part_id
+
+    def channel_security(self):
+        """How callers (trainers, launch, status, stop) reach the servers: TLS and the token.
+
+        The token is the config's, else the ``GRAPHSTORE_TOKEN`` environment variable when set (the
+        variable local servers read too). A client certificate is presented only with
+        ``tls.client_auth``.
+
+        Returns:
+            A :class:`graphstore.auth.ChannelSecurity`.
+
+        Raises:
+            ConfigError: an invalid ``GRAPHSTORE_TOKEN``.
+        """
+        from graphstore.auth import TOKEN_ENV, ChannelSecurity, validate_token
+
+        token = self.token
+        if token is None and os.environ.get(TOKEN_ENV):
+            try:
+                token = validate_token(os.environ[TOKEN_ENV], f"environment variable {TOKEN_ENV}")
+            except ValueError as exc:
+                raise ConfigError(str(exc)) from None
+        tls = self.tls
+        if tls is None:
+            return ChannelSecurity(token=token)
+        return ChannelSecurity(
+            ca=tls.ca,
+            cert=tls.cert if tls.client_auth else None,
+            key=tls.key if tls.client_auth else None,
+            server_name=tls.server_name,
+            token=token,
+            use_tls=True,
+        )

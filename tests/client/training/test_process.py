@@ -1,0 +1,72 @@
+"""Trainer set-up that needs no cluster: the standalone fallbacks of the collectives, the device and
+thread settings, and the error for a run with neither servers nor a partition config."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import pytest
+import torch
+
+from graphstore.client.training import (
+    all_reduce_max,
+    all_reduce_sum,
+    autocast_context,
+    init_process_group,
+    make_grad_scaler,
+    open_graph,
+    rank_and_world,
+    resolve_device,
+    set_threads,
+)
+
+CPU = torch.device("cpu")
+
+
+def test_a_lone_trainer_is_rank_0_of_1_and_reduces_to_itself():
+    assert rank_and_world() == (0, 1)
+    assert all_reduce_sum([1.5, 2, 3], CPU) == [1.5, 2.0, 3.0]
+    assert all_reduce_max(4.25, CPU) == 4.25
+
+
+def test_no_group_is_formed_without_the_launch_variables(monkeypatch):
+    for name in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+    assert init_process_group(CPU) is False
+
+
+def test_a_run_without_servers_or_a_partition_config_names_the_flag(monkeypatch):
+    monkeypatch.delenv("GRAPHSTORE_CONFIG", raising=False)
+    with pytest.raises(ValueError, match="--part-config is required without graphstore launch"):
+        open_graph("g", None)
+
+
+def test_cpu_is_always_available_and_unknown_cuda_is_refused(monkeypatch):
+    assert resolve_device("cpu") == CPU
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_device("auto") == CPU
+    with pytest.raises(RuntimeError, match="'cuda:0' requested but CUDA is not available"):
+        resolve_device("cuda:0")
+
+
+def test_co_located_trainers_share_the_cores(monkeypatch):
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr("os.cpu_count", lambda: 8)
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "4")
+        assert set_threads(None) == 2 and torch.get_num_threads() == 2
+        assert set_threads(3) == 3 and torch.get_num_threads() == 3
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", "16")
+        assert set_threads(None) == 1
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_mixed_precision_settings():
+    assert isinstance(autocast_context(CPU, "none"), nullcontext)
+    with autocast_context(CPU, "bf16"):
+        assert torch.is_autocast_enabled("cpu")
+    with pytest.raises(ValueError, match="got 'fp8'"):
+        autocast_context(CPU, "fp8")
+    assert make_grad_scaler(CPU, "fp16").is_enabled()
+    assert not make_grad_scaler(CPU, "bf16").is_enabled()

@@ -1,0 +1,45 @@
+"""The subcommands' shared argparse helpers: descriptions from module docstrings, configs from arguments."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from graphstore.launcher.cli import build_parser
+from graphstore.launcher.commands.arguments import add_command, dataclass_from_args
+
+
+@dataclass(frozen=True)
+class Settings:
+    part_id: int
+    port: int = 0
+    max_message_bytes: int = 1
+    grace_s: float = 8.0
+
+
+def test_dataclass_from_args_takes_same_named_arguments_and_computed_values():
+    args = argparse.Namespace(part_id=3, port=50051, max_message_mb=2, unrelated="x")
+    settings = dataclass_from_args(Settings, args, max_message_bytes=2 * 1024 * 1024)
+    assert settings == Settings(part_id=3, port=50051, max_message_bytes=2 * 1024 * 1024, grace_s=8.0)
+    assert dataclass_from_args(Settings, args, port=7).port == 7, "a computed value wins over the argument"
+
+
+def test_add_command_describes_a_command_by_its_docstring():
+    subparsers = argparse.ArgumentParser(prog="graphstore").add_subparsers()
+    doc = """``graphstore x``: does ``x``
+    to things.
+
+    Details that stay out of --help.
+    """
+    parser = add_command(subparsers, "x", "does x", doc)
+    assert parser.description == "graphstore x: does x\n    to things."
+
+
+def test_every_command_parses_its_arguments():
+    parser = build_parser()
+    args = parser.parse_args(["server", "--part-config", "g.json", "--part-id", "1", "--max-message-mb", "2"])
+    assert (args.part_config, args.part_id, args.max_message_mb) == ("g.json", 1, 2)
+    args = parser.parse_args(["generate", "--num-nodes", "10", "--out", "g.npz"])
+    assert args.num_nodes == 10 and args.avg_degree == 10.0
+    args = parser.parse_args(["launch", "--config", "c.yaml", "--", "python", "t.py"])
+    assert args.command == ["--", "python", "t.py"]
