@@ -198,6 +198,36 @@ class RangePartitionBook:
             etype_counts=etype_counts,
         )
 
+    @classmethod
+    def from_metadata(cls, meta, part_id: int) -> RangePartitionBook:
+        """The book a server describes in its :class:`~graphstore.types.PartitionMetadata`."""
+        num_parts = len(meta.node_bounds) - 1
+        return cls(
+            meta.node_bounds,
+            meta.edge_bounds,
+            part_id,
+            meta.graph_name,
+            schema=meta.schema,
+            ntype_counts=np.asarray(meta.ntype_counts, dtype=np.int64).reshape(num_parts, -1)
+            if meta.ntype_counts
+            else None,
+            etype_counts=np.asarray(meta.etype_counts, dtype=np.int64).reshape(num_parts, -1)
+            if meta.etype_counts
+            else None,
+        )
+
+    def for_partition(self, part_id: int) -> RangePartitionBook:
+        """The same book used from partition ``part_id`` (its ``partid``)."""
+        return RangePartitionBook(
+            self.node_bounds,
+            self.edge_bounds,
+            part_id,
+            self.graph_name,
+            schema=self.schema,
+            ntype_counts=self.ntype_counts,
+            etype_counts=self.etype_counts,
+        )
+
     # ----- shape of the book -------------------------------------------------------------------
 
     @property
