@@ -52,8 +52,11 @@ class PartitionResult:
             ``relabel``, ``write``.
         total_seconds: end to end, files written.
         peak_rss_bytes: peak resident memory of this process so far.
-        orig_nid: int64 [N], original node ID of each new node ID.
+        orig_nid: int64 [N], original node ID of each new node ID (homogeneous IDs; on a typed graph
+            the input's homogeneous IDs, types one after another).
         orig_eid: int64 [E], original edge ID of each new edge ID.
+        orig_nids_per_type: per node type, the original per-type ID of each new per-type ID.
+        orig_eids_per_type: per canonical edge type (``"src:etype:dst"``), the same for edges.
     """
 
     config_path: str
@@ -72,12 +75,14 @@ class PartitionResult:
     peak_rss_bytes: int = 0
     orig_nid: np.ndarray | None = field(default=None, repr=False)
     orig_eid: np.ndarray | None = field(default=None, repr=False)
+    orig_nids_per_type: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    orig_eids_per_type: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def stats(self) -> dict:
         """The figures as a json-serializable dict (without the ID maps)."""
         out = asdict(self)
-        out.pop("orig_nid")
-        out.pop("orig_eid")
+        for key in ("orig_nid", "orig_eid", "orig_nids_per_type", "orig_eids_per_type"):
+            out.pop(key)
         return out
 
 
@@ -244,7 +249,31 @@ def partition_graph(
         peak_rss_bytes=peak_rss_bytes(),
         orig_nid=labels.orig_nid,
         orig_eid=labels.orig_eid,
+        **_per_type_mappings(graph, labels),
     )
+
+
+def _per_type_mappings(graph: GraphData, labels) -> dict[str, dict[str, np.ndarray]]:
+    """New per-type ID -> original per-type ID, for every node and edge type (DGL's ``return_mapping``)."""
+    from graphstore.partition.book import RangePartitionBook
+    from graphstore.types import etype_key
+
+    book = RangePartitionBook(
+        labels.node_bounds,
+        labels.edge_bounds,
+        schema=graph.schema,
+        ntype_counts=labels.ntype_counts,
+        etype_counts=labels.etype_counts,
+    )
+    schema = graph.schema
+    nodes, edges = {}, {}
+    for t, ntype in enumerate(schema.ntypes):
+        homo = book.map_to_homo_nid(np.arange(graph.nodes_per_type[t], dtype=np.int64), ntype)
+        nodes[ntype] = labels.orig_nid[homo] - graph.node_offsets[t]
+    for e, canonical in enumerate(schema.canonical_etypes):
+        homo = book.map_to_homo_eid(np.arange(graph.edges_per_type[e], dtype=np.int64), canonical)
+        edges[etype_key(canonical)] = labels.orig_eid[homo] - graph.edge_offsets[e]
+    return {"orig_nids_per_type": nodes, "orig_eids_per_type": edges}
 
 
 def _train_counts(graph: GraphData, part: np.ndarray, num_parts: int) -> list[int]:

@@ -247,3 +247,21 @@ def test_a_format_1_partition_folder_still_loads(tmp_path):
         np.testing.assert_array_equal(
             old.edge_feats["_N:_E:_N"]["weight"], new.edge_feats["_N:_E:_N"]["weight"]
         )
+
+
+def test_half_precision_typed_features_and_writable_typed_tensors(tmp_path):
+    from graphstore.dtypes import bfloat16_bits_to_float32, float32_to_bfloat16_bits
+    from graphstore.server import PartitionServer
+
+    result, arrays = make_typed_partitions(tmp_path, 2, "random", feat_dtype="bfloat16")
+    part = load_partition(result.config_path, 1)
+    assert part.node_schemes["paper"]["feat"].dtype == "bfloat16"
+    stored = np.asarray(part.node_feats["paper"]["feat"])
+    orig = np.asarray(part.orig_nid[part.ntype_offsets[0] : part.ntype_offsets[1]])
+    np.testing.assert_array_equal(stored, float32_to_bfloat16_bits(arrays["node/paper/feat"][orig]))
+    server = PartitionServer(part, writable_features=True)
+    start, _ = part.book.node_range(1, "paper")
+    server.push("paper/feat", np.array([start]), float32_to_bfloat16_bits(np.full((1, 6), 2.5, np.float32)))
+    np.testing.assert_array_equal(bfloat16_bits_to_float32(server.pull("paper/feat", np.array([start]))), 2.5)
+    with pytest.raises(ValueError, match="node:paper ID 0 is not owned by partition 1"):
+        server.pull("paper/feat", np.array([0]))  # partition 0 owns per-type paper IDs from 0
