@@ -16,12 +16,27 @@ from __future__ import annotations
 import numpy as np
 
 from graphstore.partition.graph import GraphData, validate_graph
-from graphstore.types import GraphSchema
+from graphstore.types import CanonicalEtype, GraphSchema, etype_key
 
 NUM_NODES_PREFIX = "num_nodes/"
 NODE_PREFIX = "node/"
 EDGE_PREFIX = "edge/"
 TYPED_PREFIXES = (NUM_NODES_PREFIX, NODE_PREFIX, EDGE_PREFIX)
+
+
+def num_nodes_key(ntype: str) -> str:
+    """``num_nodes/<ntype>``."""
+    return f"{NUM_NODES_PREFIX}{ntype}"
+
+
+def node_key(ntype: str, name: str) -> str:
+    """``node/<ntype>/<name>``."""
+    return f"{NODE_PREFIX}{ntype}/{name}"
+
+
+def edge_key(canonical_etype: CanonicalEtype, name: str) -> str:
+    """``edge/<src>:<etype>:<dst>/<name>`` (``name`` is ``src``, ``dst`` or an edge array's name)."""
+    return f"{EDGE_PREFIX}{etype_key(canonical_etype)}/{name}"
 
 
 def is_typed_input(arrays: dict[str, np.ndarray]) -> bool:
