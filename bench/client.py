@@ -180,7 +180,7 @@ def run(args) -> dict:
         sets = id_sets(rng, num_nodes, args.rows, 8)
         from graphstore.partition import load_partition
 
-        table = np.concatenate([load_partition(config_path, p).node_feats["feat"] for p in range(2)])
+        table = np.concatenate([load_partition(config_path, p).node_feats["_N"]["feat"] for p in range(2)])
         for ids in sets[:2]:  # the client returns what the partition files hold
             assert np.array_equal(feat[ids].numpy(), table[ids])
 
@@ -230,7 +230,7 @@ def run(args) -> dict:
         feat = DistGraph("bench").ndata["feat"]
         part0_end = int(ctx.book.node_bounds[1])
         local_sets = id_sets(rng, part0_end, args.rows, 8)
-        local_array = ctx.local_partition_data.node_feats["feat"]
+        local_array = ctx.local_partition_data.node_feats["_N"]["feat"]
         gather_out = np.empty((args.rows, feat.shape[1]), dtype=np.float32)
         for ids in sets[:2]:
             assert np.array_equal(feat[ids].numpy(), table[ids])

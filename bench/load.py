@@ -82,7 +82,7 @@ def run_ops(partitions, parts, rng: np.random.Generator, count: int, tally: np.n
             if kind == "pull":
                 ids = rng.integers(lo, hi, PULL_ROWS)
                 rows = remote.pull("feat", ids)
-                if not np.array_equal(rows, part.node_feats["feat"][ids - lo]):
+                if not np.array_equal(rows, part.node_feats["_N"]["feat"][ids - lo]):
                     raise AssertionError(f"pulled rows of partition {k} differ from its files")
             elif kind == "push_add":
                 ids = rng.integers(lo, hi, ADD_ROWS)

@@ -200,7 +200,7 @@ def bench_graph(num_nodes: int, args: argparse.Namespace, raw: RawClient) -> dic
         meta = client.metadata()
         lo, hi = meta.node_bounds[0], meta.node_bounds[1]
         local = load_partition(config, 0)
-        feat = np.asarray(local.node_feats["feat"])
+        feat = np.asarray(local.node_feats["_N"]["feat"])
         row_bytes = feat.shape[1] * feat.itemsize
         rng = np.random.default_rng(0)
         result: dict = {"num_nodes": num_nodes, "part_nodes": hi - lo, "server_load_s": round(load_s, 3)}

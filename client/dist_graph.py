@@ -10,28 +10,15 @@ in-process (for debugging and tests).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, MutableMapping
-from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from graphstore.client.constants import ANONYMOUS_PREFIX, CONFIG_ENV
+from graphstore.client.constants import CONFIG_ENV
 from graphstore.client.context import ClientContext, current_context, standalone_context
-from graphstore.client.dist_tensor import DistTensor
+from graphstore.client.graph_data import AttrScheme, DataView, TypeViews
 from graphstore.client.routing import assemble, normalize_index
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
-from graphstore.types import EDGE, NODE, TensorScheme
-
-# Edge features whose name clashes with a node feature are stored as "edge:NAME" on the servers.
-_EDGE_PREFIX = "edge:"
-
-
-class AttrScheme(NamedTuple):
-    """Row shape and torch dtype of one node or edge feature (DGL's ``Scheme``)."""
-
-    shape: tuple[int, ...]
-    dtype: torch.dtype
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, EDGE, NODE, CanonicalEtype
 
 
 class DistGraph:
@@ -75,50 +62,70 @@ class DistGraph:
         self._ctx: ClientContext = ctx
         self._ndata = DataView(self, NODE)
         self._edata = DataView(self, EDGE)
+        self._node_views = TypeViews(self, NODE)
+        self._edge_views = TypeViews(self, EDGE)
 
     # ----- size and types ----------------------------------------------------------------------
 
+    @property
+    def _schema(self):
+        return self._ctx.book.schema
+
     def num_nodes(self, ntype: str | None = None) -> int:
-        """Number of nodes of the graph."""
-        _check_type(ntype, DEFAULT_NTYPE, "ntype")
-        return self._ctx.num_rows(NODE)
+        """Number of nodes of one type, or of the whole graph (None)."""
+        return self._ctx.book.num_nodes(ntype)
 
     def num_edges(self, etype=None) -> int:
-        """Number of edges of the graph."""
-        _check_type(etype, DEFAULT_ETYPE, "etype")
-        return self._ctx.num_rows(EDGE)
+        """Number of edges of one type (a name, ``"src:etype:dst"`` or a canonical triple), or of the
+        whole graph (None)."""
+        return self._ctx.book.num_edges(etype)
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
 
     @property
     def ntypes(self) -> list[str]:
-        """Node types (homogeneous graphs: ``['_N']``), as the partition book lists them."""
-        return self._ctx.book.ntypes
+        """Node types in ID order (``['_N']`` on a homogeneous graph)."""
+        return list(self._schema.ntypes)
 
     @property
     def etypes(self) -> list[str]:
-        """Edge types (homogeneous graphs: ``['_E']``), as the partition book lists them."""
-        return self._ctx.book.etypes
+        """Edge type names in ID order (``['_E']`` on a homogeneous graph)."""
+        return self._schema.etypes
 
     @property
-    def canonical_etypes(self) -> list[tuple[str, str, str]]:
-        """Canonical edge types (homogeneous graphs: ``[('_N', '_E', '_N')]``)."""
-        return self._ctx.book.canonical_etypes
+    def canonical_etypes(self) -> list[CanonicalEtype]:
+        """Canonical edge types ``(src_type, edge_type, dst_type)`` in ID order."""
+        return list(self._schema.canonical_etypes)
+
+    def to_canonical_etype(self, etype) -> CanonicalEtype:
+        """The canonical ``(src_type, edge_type, dst_type)`` of an edge type.
+
+        Raises:
+            KeyError: an unknown type, or a name shared by several canonical types (the message lists them).
+        """
+        return self._schema.to_canonical_etype(etype)
 
     def get_ntype_id(self, ntype: str | None) -> int:
-        """0, the only node type."""
-        _check_type(ntype, DEFAULT_NTYPE, "ntype")
-        return 0
+        """The ID of a node type (None: the only one of a homogeneous graph).
+
+        Raises:
+            KeyError: an unknown node type.
+        """
+        return self._schema.ntype_id(ntype)
 
     def get_etype_id(self, etype) -> int:
-        """0, the only edge type."""
-        _check_type(etype, DEFAULT_ETYPE, "etype")
-        return 0
+        """The ID of an edge type (None: the only one of a homogeneous graph).
+
+        Raises:
+            KeyError: an unknown or ambiguous edge type.
+        """
+        return self._schema.etype_id(etype)
 
     @property
     def is_homogeneous(self) -> bool:
-        return True
+        """One node type and one edge type."""
+        return self._schema.is_homogeneous
 
     @property
     def idtype(self) -> torch.dtype:
@@ -147,38 +154,74 @@ class DistGraph:
         return self._ctx.book
 
     def get_node_partition_policy(self, ntype: str = DEFAULT_NTYPE):
-        """The partition policy of node data."""
+        """The partition policy of one node type's data (``'_N'``: every node, homogeneous IDs).
+
+        Raises:
+            KeyError: an unknown node type.
+        """
         from graphstore.partition import PartitionPolicy
 
-        _check_type(ntype, DEFAULT_NTYPE, "ntype")
-        return PartitionPolicy(f"{NODE}:{DEFAULT_NTYPE}", self._ctx.book)
+        return PartitionPolicy(f"{NODE}:{ntype}", self._ctx.book)
 
     def get_edge_partition_policy(self, etype=DEFAULT_ETYPE):
-        """The partition policy of edge data."""
-        from graphstore.partition import PartitionPolicy
+        """The partition policy of one edge type's data (``'_E'``: every edge, homogeneous IDs).
 
-        _check_type(etype, DEFAULT_ETYPE, "etype")
-        return PartitionPolicy(f"{EDGE}:{DEFAULT_ETYPE}", self._ctx.book)
+        Raises:
+            KeyError: an unknown or ambiguous edge type.
+        """
+        from graphstore.partition import PartitionPolicy
+        from graphstore.types import etype_key
+
+        name = etype_key(etype) if isinstance(etype, tuple) else etype
+        return PartitionPolicy(f"{EDGE}:{name}", self._ctx.book)
 
     # ----- data --------------------------------------------------------------------------------
 
     @property
     def ndata(self) -> DataView:
-        """Node data: a mapping of name -> DistTensor (assign a DistTensor or a full tensor to add one)."""
+        """Node data of a homogeneous graph: name -> DistTensor (assign a DistTensor or a full tensor to
+        add one).
+
+        Raises:
+            RuntimeError: on a typed graph (use ``g.nodes[ntype].data``), as DGL does.
+        """
+        self._check_homogeneous("ndata", "g.nodes[ntype].data")
         return self._ndata
 
     @property
     def edata(self) -> DataView:
-        """Edge data: a mapping of name -> DistTensor."""
+        """Edge data of a homogeneous graph: name -> DistTensor.
+
+        Raises:
+            RuntimeError: on a typed graph (use ``g.edges[etype].data``).
+        """
+        self._check_homogeneous("edata", "g.edges[etype].data")
         return self._edata
 
-    def node_attr_schemes(self) -> dict[str, AttrScheme]:
-        """Row shape and dtype of every node feature."""
-        return self._ndata.schemes()
+    @property
+    def nodes(self) -> TypeViews:
+        """``g.nodes[ntype].data[name]``: the data of one node type; ``g.nodes(ntype)``: its IDs."""
+        return self._node_views
 
-    def edge_attr_schemes(self) -> dict[str, AttrScheme]:
-        """Row shape and dtype of every edge feature."""
-        return self._edata.schemes()
+    @property
+    def edges(self) -> TypeViews:
+        """``g.edges[etype].data[name]``: the data of one edge type; ``g.edges(etype)``: its IDs."""
+        return self._edge_views
+
+    def _check_homogeneous(self, what: str, instead: str) -> None:
+        if not self._schema.is_homogeneous:
+            raise RuntimeError(
+                f"g.{what} is for graphs with one node and edge type; this graph has node types "
+                f"{self.ntypes} and edge types {self.etypes}: use {instead}"
+            )
+
+    def node_attr_schemes(self, ntype: str | None = None) -> dict[str, AttrScheme]:
+        """Row shape and dtype of every node feature (of one type on a typed graph)."""
+        return (self._ndata if self._schema.is_homogeneous else self.nodes[ntype].data).schemes()
+
+    def edge_attr_schemes(self, etype=None) -> dict[str, AttrScheme]:
+        """Row shape and dtype of every edge feature (of one type on a typed graph)."""
+        return (self._edata if self._schema.is_homogeneous else self.edges[etype].data).schemes()
 
     # ----- structure ---------------------------------------------------------------------------
 
@@ -186,35 +229,57 @@ class DistGraph:
         """Source and destination node IDs of edges.
 
         Args:
-            edges: edge IDs (int, list, numpy or torch).
-            etype: only ``'_E'``.
+            edges: edge IDs (int, list, numpy or torch): per-type IDs of ``etype`` on a typed graph,
+                homogeneous IDs for None.
+            etype: the edge type (a name, ``"src:etype:dst"`` or a canonical triple).
 
         Returns:
-            ``(src, dst)`` int64 tensors aligned with ``edges``.
+            ``(src, dst)`` int64 tensors aligned with ``edges``: per-type node IDs of the type's source
+            and destination types (homogeneous IDs for ``etype=None``).
 
         Raises:
-            IndexError: an edge ID out of range.
+            IndexError: an edge ID out of range. KeyError: an unknown edge type.
             TypeError: a float index.
         """
-        _check_type(etype, DEFAULT_ETYPE, "etype")
-        eids = normalize_index(edges, self.num_edges(), what="edges")
-        pieces = self._per_partition(eids, EDGE, lambda part, ids: part.find_edges(ids))
+        book, typed = self._ctx.book, etype is not None and not self._schema.is_homogeneous
+        eids = normalize_index(edges, self.num_edges(etype), what="edges")
+        homo = book.map_to_homo_eid(eids, etype) if typed else eids
+        pieces = self._per_partition(homo, EDGE, lambda part, ids: part.find_edges(ids))
         src = assemble(eids.size, (), np.dtype(np.int64), [(pos, res[0]) for pos, res in pieces])
         dst = assemble(eids.size, (), np.dtype(np.int64), [(pos, res[1]) for pos, res in pieces])
+        if typed:
+            src, dst = book.map_to_per_ntype(src)[1], book.map_to_per_ntype(dst)[1]
         return torch.from_numpy(src), torch.from_numpy(dst)
 
-    def in_degrees(self, v=None):
-        """In-degrees of nodes ``v`` (all nodes when None); an int for an int ``v``."""
-        return self._degrees(v, "in")
+    def in_degrees(self, v=None, etype=None):
+        """In-degrees of nodes ``v`` (all nodes when None); an int for an int ``v``.
 
-    def out_degrees(self, v=None):
-        """Out-degrees of nodes ``v`` (all nodes when None); an int for an int ``v``."""
-        return self._degrees(v, "out")
+        On a typed graph with ``etype``, ``v`` are per-type IDs of the edge type's destination type and
+        only edges of that type count; without ``etype``, ``v`` are homogeneous IDs and every edge
+        type counts.
 
-    def _degrees(self, v, edge_dir: str):
+        Raises:
+            IndexError: a node ID out of range. KeyError: an unknown edge type.
+        """
+        return self._degrees(v, "in", etype)
+
+    def out_degrees(self, v=None, etype=None):
+        """Out-degrees of nodes ``v`` (all nodes when None); see :meth:`in_degrees`."""
+        return self._degrees(v, "out", etype)
+
+    def _degrees(self, v, edge_dir: str, etype):
         scalar = isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        nids = normalize_index(slice(None) if v is None else v, self.num_nodes(), what="v")
-        pieces = self._per_partition(nids, NODE, lambda part, ids: part.degrees(ids, edge_dir))
+        book, schema = self._ctx.book, self._schema
+        etype_id, ntype = None, None
+        if etype is not None and not schema.is_homogeneous:
+            canonical = schema.to_canonical_etype(etype)
+            etype_id = schema.etype_id(canonical)
+            ntype = canonical[2] if edge_dir == "in" else canonical[0]
+        elif etype is not None:
+            schema.etype_id(etype)  # checks the name
+        nids = normalize_index(slice(None) if v is None else v, self.num_nodes(ntype), what="v")
+        homo = book.map_to_homo_nid(nids, ntype) if ntype is not None else nids
+        pieces = self._per_partition(homo, NODE, lambda part, ids: part.degrees(ids, edge_dir, etype_id))
         degrees = assemble(nids.size, (), np.dtype(np.int64), pieces)
         return int(degrees[0]) if scalar else torch.from_numpy(degrees)
 
@@ -260,136 +325,3 @@ class DistGraph:
             f"num_edges={self.num_edges()}, num_parts={self._ctx.num_parts}, "
             f"standalone={self._ctx.standalone})"
         )
-
-
-class DataView(MutableMapping):
-    """``g.ndata`` / ``g.edata``: names -> :class:`DistTensor` of one policy.
-
-    Reading a name attaches to the tensor on the servers; assigning a :class:`DistTensor` registers it
-    under the key (keeping the object, and so a non-persistent tensor, alive as long as the graph);
-    assigning a full torch tensor or numpy array creates (or overwrites) the tensor ``key`` with those
-    rows. ``del`` drops the graph's reference (a non-persistent tensor it created is then released).
-    Unnamed tensors are hidden from iteration.
-    """
-
-    def __init__(self, graph: DistGraph, policy: str):
-        self._graph = graph
-        self._policy = policy
-        self._registered: dict[str, DistTensor] = {}
-        self._attached: dict[str, DistTensor] = {}
-
-    def _server_schemes(self) -> dict[str, TensorScheme]:
-        schemes = self._graph._ctx.refresh_schemes()
-        out = {}
-        for name, scheme in schemes.items():
-            if scheme.policy != self._policy or name.startswith(ANONYMOUS_PREFIX):
-                continue
-            key = (
-                name[len(_EDGE_PREFIX) :] if self._policy == EDGE and name.startswith(_EDGE_PREFIX) else name
-            )
-            out[key] = scheme
-        return out
-
-    def _keys(self) -> list[str]:
-        names = dict.fromkeys(self._server_schemes())
-        names.update(dict.fromkeys(self._registered))
-        return list(names)
-
-    def __getitem__(self, key: str) -> DistTensor:
-        if key in self._registered:
-            return self._registered[key]
-        cached = self._attached.get(key)
-        if cached is not None:
-            return cached
-        ctx = self._graph._ctx
-        scheme = None
-        for candidate in (key, _EDGE_PREFIX + key) if self._policy == EDGE else (key,):
-            scheme = ctx.tensor_scheme(candidate)
-            if scheme is None:
-                scheme = ctx.tensor_scheme(candidate, refresh=True)
-            if scheme is not None and scheme.policy == self._policy:
-                break
-            scheme = None
-        if scheme is None:
-            kind = "node" if self._policy == NODE else "edge"
-            raise KeyError(f"no {kind} data named {key!r}; available: {sorted(self._keys())}")
-        tensor = DistTensor._from_scheme(ctx, scheme)
-        self._attached[key] = tensor
-        return tensor
-
-    def __setitem__(self, key: str, value) -> None:
-        if not isinstance(key, str) or not key:
-            raise KeyError(f"data names must be non-empty strings, got {key!r}")
-        if isinstance(value, DistTensor):
-            if value._policy_kind != self._policy:
-                raise ValueError(
-                    f"DistTensor {value.name!r} is partitioned by {value._policy_kind} but is assigned to "
-                    f"{'ndata' if self._policy == NODE else 'edata'}"
-                )
-            self._registered[key] = value
-            self._attached.pop(key, None)
-            return
-        if isinstance(value, np.ndarray):
-            from graphstore import dtypes
-
-            value = dtypes.to_torch(value, dtypes.name_of(value.dtype))
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(
-                "ndata/edata values must be DistTensors, torch tensors or numpy arrays, "
-                f"got {type(value).__name__}"
-            )
-        ctx = self._graph._ctx
-        total = ctx.num_rows(self._policy)
-        if value.dim() == 0 or value.shape[0] != total:
-            raise ValueError(f"{key!r}: a full tensor needs {total} rows, got shape {tuple(value.shape)}")
-        tensor = DistTensor(tuple(value.shape), value.dtype, name=key, part_policy=self._policy)
-        tensor.write(slice(0, total), value)
-        self._registered[key] = tensor
-        self._attached.pop(key, None)
-
-    def __delitem__(self, key: str) -> None:
-        found = self._registered.pop(key, None) is not None
-        found = self._attached.pop(key, None) is not None or found
-        if not found:
-            raise KeyError(f"{key!r} is not registered in this graph's data view")
-
-    def __contains__(self, key: object) -> bool:
-        if key in self._registered or key in self._attached:
-            return True
-        if not isinstance(key, str):
-            return False
-        try:
-            self[key]
-        except KeyError:
-            return False
-        return True
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._keys())
-
-    def __len__(self) -> int:
-        return len(self._keys())
-
-    def schemes(self) -> dict[str, AttrScheme]:
-        """Row shape and torch dtype per name."""
-        from graphstore import dtypes
-
-        out = {}
-        for key, scheme in self._server_schemes().items():
-            out[key] = AttrScheme(tuple(scheme.shape[1:]), dtypes.torch_dtype(scheme.dtype))
-        for key, tensor in self._registered.items():
-            out[key] = AttrScheme(tensor.shape[1:], tensor.dtype)
-        return out
-
-    def __repr__(self) -> str:
-        kind = "NodeDataView" if self._policy == NODE else "EdgeDataView"
-        return f"{kind}({sorted(self._keys())})"
-
-
-def _check_type(value, default: str, what: str) -> None:
-    if value is None:
-        return
-    if isinstance(value, tuple) and len(value) == 3:
-        value = value[1]
-    if value != default:
-        raise KeyError(f"unknown {what} {value!r}; this graph has only {default!r}")

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from graphstore.client.routing import partition_of
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE
 
 
 def even_sizes(total: int, num_chunks: int) -> np.ndarray:
@@ -148,17 +148,18 @@ def node_split(
             ``g.ndata['train_mask']``; an integer array of 0/1 with one entry per node counts as a mask,
             as in DGL), or an array of node IDs.
         partition_book: the graph's partition book; default: the connected graph's.
-        ntype: the node type; only ``'_N'`` exists.
+        ntype: the node type (its per-type IDs); ``'_N'``: every node, homogeneous IDs.
         rank: this trainer's rank; default: the trainer group's rank (torch.distributed, else RANK).
         force_even: every rank gets the same count, plus or minus one.
         world_size: number of trainers; default: the trainer group's size (torch.distributed, else
             WORLD_SIZE, else 1).
 
     Returns:
-        A sorted int64 torch tensor of global node IDs.
+        A sorted int64 torch tensor of node IDs (per-type IDs for a node type).
 
     Raises:
-        ValueError: unknown ``ntype``, bad rank, or a mask whose length is not the number of nodes.
+        KeyError: an unknown ``ntype`` (the message lists the known ones).
+        ValueError: bad rank, or a mask whose length is not the number of nodes (of the type).
         IndexError: a node ID out of range.
         TypeError: a float array.
     """
@@ -168,7 +169,7 @@ def node_split(
 def edge_split(
     edges,
     partition_book=None,
-    etype: str = DEFAULT_ETYPE,
+    etype=DEFAULT_ETYPE,
     rank: int | None = None,
     force_even: bool = True,
     *,
@@ -179,37 +180,36 @@ def edge_split(
     Args:
         edges: a boolean mask over all edges, or an array of edge IDs.
         partition_book: the graph's partition book; default: the connected graph's.
-        etype: the edge type; only ``'_E'`` exists.
+        etype: the edge type (its per-type IDs); ``'_E'``: every edge, homogeneous IDs.
         rank, force_even, world_size: as in :func:`node_split`.
 
     Returns:
-        A sorted int64 torch tensor of global edge IDs.
+        A sorted int64 torch tensor of edge IDs (per-type IDs for an edge type).
 
     Raises:
-        ValueError, IndexError, TypeError: as in :func:`node_split`.
+        KeyError, ValueError, IndexError, TypeError: as in :func:`node_split`.
     """
     return _split(edges, partition_book, "edge", etype, DEFAULT_ETYPE, rank, force_even, world_size)
 
 
-def _split(items, book, policy, type_name, default_type, rank, force_even, world_size):
+def _split(items, book, kind, type_name, default_type, rank, force_even, world_size):
     import torch
 
     from graphstore.client import context as context_module
 
-    if type_name not in (None, default_type, policy, f"{policy}:{default_type}"):
-        raise ValueError(
-            f"unknown {'ntype' if policy == 'node' else 'etype'} {type_name!r}; "
-            f"this graph has {default_type!r}"
-        )
     if book is None:
         book = context_module.get_context().book
-    bounds = np.asarray(book.node_bounds if policy == "node" else book.edge_bounds, dtype=np.int64)
+    if kind == "node":
+        bounds = book.node_type_bounds(None if type_name in (None, default_type) else type_name)
+    else:
+        bounds = book.edge_type_bounds(None if type_name in (None, default_type) else type_name)
+    bounds = np.asarray(bounds, dtype=np.int64)
     total = int(bounds[-1])
     if rank is None or world_size is None:
         ctx_rank, ctx_world = context_module.trainer_rank_and_world()
         rank = ctx_rank if rank is None else rank
         world_size = ctx_world if world_size is None else world_size
-    ids = _selected_ids(items, total, policy)
+    ids = _selected_ids(items, total, kind)
     return torch.from_numpy(split_ids(ids, bounds, int(rank), int(world_size), bool(force_even)))
 
 

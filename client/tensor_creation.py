@@ -33,16 +33,18 @@ def check_shape(shape) -> tuple[int, ...]:
 
 
 def resolve_policy(part_policy, num_rows: int, ctx: ClientContext) -> str:
-    """The partition policy (``"node"`` / ``"edge"``) of a tensor of ``num_rows`` rows.
+    """The partition policy (the ID space: ``"node"``, ``"edge"``, ``"node:<ntype>"``,
+    ``"edge:<src>:<etype>:<dst>"``) of a tensor of ``num_rows`` rows.
 
     Args:
-        part_policy: ``'node'`` / ``'edge'``, ``'node:_N'`` / ``'edge:_E'``, a PartitionPolicy, or None
-            to infer it from ``num_rows``.
+        part_policy: a policy string (DGL's ``'node:_N'`` / ``'edge:_E'`` included), a PartitionPolicy,
+            or None to infer it from ``num_rows`` (homogeneous ID spaces only).
         num_rows: the tensor's first dimension.
         ctx: the client context (the graph's node and edge counts).
 
     Raises:
         ValueError: an ambiguous row count, or a policy that does not match it.
+        KeyError: a policy naming an unknown type.
         TypeError: a ``part_policy`` of another type.
     """
     num_nodes, num_edges = ctx.num_rows(NODE), ctx.num_rows(EDGE)
@@ -60,18 +62,23 @@ def resolve_policy(part_policy, num_rows: int, ctx: ClientContext) -> str:
             f"shape[0]={num_rows} matches neither the number of nodes ({num_nodes}) "
             f"nor of edges ({num_edges})"
         )
-    policy_str = getattr(part_policy, "policy_str", part_policy)
-    if not isinstance(policy_str, str):
-        raise TypeError(f"part_policy must be 'node', 'edge' or a PartitionPolicy, got {part_policy!r}")
-    kind = policy_str.split(":", 1)[0]
-    if kind not in (NODE, EDGE):
-        raise ValueError(
-            f"part_policy must be 'node' or 'edge' (or 'node:_N' / 'edge:_E'), got {part_policy!r}"
+    from graphstore.partition import PartitionPolicy
+
+    if isinstance(part_policy, PartitionPolicy):
+        policy = part_policy.policy
+        label = part_policy.policy_str
+    elif isinstance(part_policy, str):
+        policy = PartitionPolicy(part_policy, ctx.book).policy
+        label = part_policy
+    else:
+        raise TypeError(
+            f"part_policy must be 'node', 'edge', 'node:<ntype>', 'edge:<etype>' or a PartitionPolicy, "
+            f"got {part_policy!r}"
         )
-    expected = num_nodes if kind == NODE else num_edges
+    expected = ctx.num_rows(policy)
     if num_rows != expected:
-        raise ValueError(f"shape[0]={num_rows} does not match part_policy {policy_str!r} ({expected} rows)")
-    return kind
+        raise ValueError(f"shape[0]={num_rows} does not match part_policy {label!r} ({expected} rows)")
+    return policy
 
 
 def create_on_servers(

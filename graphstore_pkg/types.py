@@ -18,6 +18,7 @@ patterns); the dtype travels by canonical name (:mod:`graphstore.dtypes`). IDs a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +28,177 @@ NODE = "node"
 EDGE = "edge"
 INITIALIZERS = ("zeros", "uniform", "normal", "constant", "pushed")
 OPTIMIZERS = ("adagrad", "rowwise_adagrad", "adam")
+
+
+DEFAULT_NTYPE = "_N"
+DEFAULT_ETYPE = "_E"
+DEFAULT_CANONICAL_ETYPE = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
+# Characters that separate the parts of policy strings and tensor names ("node:paper", "paper/feat").
+_RESERVED_TYPE_CHARS = (":", "/")
+
+CanonicalEtype = tuple[str, str, str]
+
+
+@dataclass(frozen=True)
+class GraphSchema:
+    """The node and edge types of a graph, in type-ID order (a type's ID is its index).
+
+    A homogeneous graph is the one-type case: ``ntypes == ("_N",)`` and
+    ``canonical_etypes == (("_N", "_E", "_N"),)``, DGL's default names.
+
+    Raises:
+        ValueError: no node type, an empty or duplicate name, a name containing ``:`` or ``/``, or an
+            edge type whose source or destination is not a node type.
+    """
+
+    ntypes: tuple[str, ...] = (DEFAULT_NTYPE,)
+    canonical_etypes: tuple[CanonicalEtype, ...] = (DEFAULT_CANONICAL_ETYPE,)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ntypes", tuple(self.ntypes))
+        object.__setattr__(self, "canonical_etypes", tuple(tuple(c) for c in self.canonical_etypes))
+        if not self.ntypes:
+            raise ValueError("a graph needs at least one node type")
+        for name in self.ntypes + tuple(c[1] for c in self.canonical_etypes):
+            if not isinstance(name, str) or not name or any(ch in name for ch in _RESERVED_TYPE_CHARS):
+                raise ValueError(f"type names must be non-empty strings without ':' or '/', got {name!r}")
+        if len(set(self.ntypes)) != len(self.ntypes):
+            raise ValueError(f"duplicate node type in {list(self.ntypes)}")
+        if len(set(self.canonical_etypes)) != len(self.canonical_etypes):
+            raise ValueError(f"duplicate canonical edge type in {list(self.canonical_etypes)}")
+        for canonical in self.canonical_etypes:
+            if len(canonical) != 3:
+                raise ValueError(
+                    f"a canonical edge type is (src_type, edge_type, dst_type), got {canonical!r}"
+                )
+            for end in (canonical[0], canonical[2]):
+                if end not in self.ntypes:
+                    raise ValueError(
+                        f"edge type {canonical!r} names node type {end!r}, "
+                        f"which is not one of {list(self.ntypes)}"
+                    )
+
+    @property
+    def is_homogeneous(self) -> bool:
+        """One node type and one edge type, whatever their names."""
+        return len(self.ntypes) == 1 and len(self.canonical_etypes) == 1
+
+    @property
+    def etypes(self) -> list[str]:
+        """Edge type names in ID order (a name may repeat across canonical types)."""
+        return [c[1] for c in self.canonical_etypes]
+
+    def ntype_id(self, ntype: str | None) -> int:
+        """The ID of a node type; None means the only one.
+
+        Raises:
+            KeyError: an unknown type (the message lists the known ones), or None on a typed graph.
+        """
+        if ntype is None:
+            if len(self.ntypes) == 1:
+                return 0
+            raise KeyError(f"the graph has several node types; name one of {list(self.ntypes)}")
+        try:
+            return self.ntypes.index(ntype)
+        except ValueError:
+            raise KeyError(f"unknown node type {ntype!r}; the graph has {list(self.ntypes)}") from None
+
+    def etype_id(self, etype) -> int:
+        """The ID of an edge type given as a canonical triple, a ``"src:etype:dst"`` key, a plain name
+        when it is unambiguous, or None when the graph has one edge type.
+
+        Raises:
+            KeyError: an unknown type, or an ambiguous plain name (the message lists the candidates).
+        """
+        return self.canonical_etypes.index(self.to_canonical_etype(etype))
+
+    def to_canonical_etype(self, etype) -> CanonicalEtype:
+        """The canonical ``(src_type, edge_type, dst_type)`` of an edge type (see :meth:`etype_id`).
+
+        Raises:
+            KeyError: an unknown or ambiguous edge type.
+        """
+        if etype is None:
+            if len(self.canonical_etypes) == 1:
+                return self.canonical_etypes[0]
+            raise KeyError(f"the graph has several edge types; name one of {self._etype_keys()}")
+        if isinstance(etype, str) and etype.count(":") == 2:
+            etype = tuple(etype.split(":"))
+        if isinstance(etype, (tuple, list)):
+            canonical = tuple(etype)
+            if canonical in self.canonical_etypes:
+                return canonical  # type: ignore[return-value]
+            raise KeyError(f"unknown edge type {canonical!r}; the graph has {self._etype_keys()}")
+        matches = [c for c in self.canonical_etypes if c[1] == etype]
+        if len(matches) == 1:
+            return matches[0]
+        if not matches:
+            raise KeyError(f"unknown edge type {etype!r}; the graph has {self.etypes}")
+        raise KeyError(
+            f"edge type {etype!r} is ambiguous: it names {[etype_key(c) for c in matches]}; "
+            "give the canonical (src_type, edge_type, dst_type)"
+        )
+
+    def _etype_keys(self) -> list[str]:
+        return [etype_key(c) for c in self.canonical_etypes]
+
+    def node_policy(self, ntype: str | None) -> str:
+        """The policy (ID space) of data of one node type: ``"node"`` on a homogeneous graph, else
+        ``"node:<ntype>"``.
+
+        Raises:
+            KeyError: an unknown node type.
+        """
+        name = self.ntypes[self.ntype_id(ntype)]
+        return NODE if self.is_homogeneous else f"{NODE}:{name}"
+
+    def edge_policy(self, etype) -> str:
+        """The policy of data of one edge type: ``"edge"`` on a homogeneous graph, else
+        ``"edge:<src>:<etype>:<dst>"``.
+
+        Raises:
+            KeyError: an unknown or ambiguous edge type.
+        """
+        canonical = self.to_canonical_etype(etype)
+        return EDGE if self.is_homogeneous else f"{EDGE}:{etype_key(canonical)}"
+
+    def policy_type(self, policy: str) -> tuple[str, int | None]:
+        """Split a policy string into its kind (``"node"`` / ``"edge"``) and type ID (None: the
+        homogeneous ID space of all types).
+
+        Raises:
+            ValueError: a policy that is not ``node``, ``edge``, ``node:<ntype>`` or ``edge:<s>:<e>:<d>``.
+            KeyError: an unknown type.
+        """
+        kind, _, type_name = policy.partition(":")
+        if kind not in (NODE, EDGE):
+            raise ValueError(
+                f"policy must be 'node', 'edge', 'node:<ntype>' or 'edge:<src>:<etype>:<dst>', got {policy!r}"
+            )
+        if not type_name:
+            return kind, None
+        if self.is_homogeneous:
+            # "node:_N" on a one-type graph is the whole node ID space: the same bounds, the same data.
+            (self.ntype_id if kind == NODE else self.etype_id)(type_name)
+            return kind, None
+        if kind == NODE:
+            return kind, self.ntype_id(type_name)
+        return kind, self.etype_id(type_name)
+
+    def to_dict(self) -> dict:
+        """The JSON form: ``{"ntypes": [...], "canonical_etypes": [[s, e, d], ...]}``."""
+        return {"ntypes": list(self.ntypes), "canonical_etypes": [list(c) for c in self.canonical_etypes]}
+
+
+def etype_key(canonical: CanonicalEtype) -> str:
+    """The string form ``"src:etype:dst"`` of a canonical edge type (partition JSON keys, policy strings)."""
+    return ":".join(canonical)
+
+
+def typed_tensor_name(type_key: str, name: str) -> str:
+    """The tensor name of a typed graph's node or edge data: ``"paper/feat"``, ``"author:writes:paper/w"``
+    (DGL's feature keys)."""
+    return f"{type_key}/{name}"
 
 
 @dataclass(frozen=True)
@@ -124,6 +296,9 @@ class PartitionMetadata:
     part_config: str = ""
     hostname: str = ""
     format_version: int = 1
+    schema: GraphSchema = field(default_factory=GraphSchema)
+    ntype_counts: tuple[int, ...] = ()  # num_parts x num_ntypes, row-major; empty: one type
+    etype_counts: tuple[int, ...] = ()  # num_parts x num_etypes, row-major
 
 
 @dataclass(frozen=True)
@@ -180,13 +355,18 @@ class PartitionAPI(Protocol):
     def sample_neighbors(
         self,
         seeds: np.ndarray,
-        fanout: int,
+        fanout: int | Sequence[int],
         edge_dir: str = "in",
         replace: bool = False,
-        prob: str | None = None,
+        prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sampled edges (src, dst, eid), global IDs, around seeds owned by this partition."""
+        """Sampled edges (src, dst, eid), homogeneous global IDs, around seeds owned by this partition.
+
+        ``fanout`` is one value for every edge type or one per edge type (0 skips a type, -1 takes
+        all); ``prob`` names a weight tensor, or one per edge type. An edge's type follows from its ID
+        (the partition book's ``map_to_per_etype``).
+        """
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(src, dst) of edges owned by this partition."""
@@ -194,8 +374,8 @@ class PartitionAPI(Protocol):
     def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """All in-edges (src, dst, eid) of ``nodes``."""
 
-    def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
-        """In- or out-degrees (int64) of owned nodes."""
+    def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
+        """In- or out-degrees (int64) of owned nodes, over every edge type or over type ID ``etype``."""
 
     def push_grad(self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig) -> int:
         """Apply one sparse optimizer step to rows ``ids`` (unique) with float32 ``grads``."""

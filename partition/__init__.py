@@ -10,18 +10,15 @@ Typical use::
 """
 
 from graphstore.partition.assignment import assign_partitions
-from graphstore.partition.book import PartitionPolicy, RangePartitionBook
+from graphstore.partition.book import RangePartitionBook
 from graphstore.partition.format import load_partition, load_partition_book, read_config
 from graphstore.partition.graph import GraphData, graph_from_arrays, load_edge_list, load_graph, load_npz
 from graphstore.partition.partitioner import PartitionResult, partition_graph
+from graphstore.partition.policy import PartitionPolicy
 from graphstore.partition.relabel import relabel
-from graphstore.partition.types import (
-    DEFAULT_ETYPE,
-    DEFAULT_NTYPE,
-    FORMAT_VERSION,
-    FeatureScheme,
-    PartitionData,
-)
+from graphstore.partition.typed_input import graph_from_typed_arrays
+from graphstore.partition.types import FORMAT_VERSION, FeatureScheme, PartitionData
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, GraphSchema
 
 __all__ = [
     "DEFAULT_ETYPE",
@@ -29,12 +26,14 @@ __all__ = [
     "FORMAT_VERSION",
     "FeatureScheme",
     "GraphData",
+    "GraphSchema",
     "PartitionData",
     "PartitionPolicy",
     "PartitionResult",
     "RangePartitionBook",
     "assign_partitions",
     "graph_from_arrays",
+    "graph_from_typed_arrays",
     "load_edge_list",
     "load_graph",
     "load_npz",

@@ -27,44 +27,69 @@ NTYPE_TOLERANCE = 0.02
 
 
 def balance_categories(graph: GraphData, balance_ntypes) -> np.ndarray | None:
-    """Turn ``balance_ntypes`` into one integer category per node.
+    """Turn ``balance_ntypes`` (and, on a typed graph, the node types) into one category per node.
 
     Args:
         graph: the graph.
         balance_ntypes: None; an int/bool array of length N (one category per node); the name of a
             node array; or a list of names of boolean masks (a node's category is the first mask
-            that holds it, or "none of them").
+            that holds it, or "none of them"). On a typed graph a name refers to that array in every
+            node type that has it (``train_mask`` of papers); nodes of other types are in none.
 
     Returns:
-        int64 [N] categories, or None.
+        int64 [N] categories, or None (a homogeneous graph without ``balance_ntypes``). On a typed
+        graph every node type is a category of its own, split further by the masks.
 
     Raises:
         ValueError: an unknown name, a wrong length, or a non-integer array.
     """
+    typed = not graph.schema.is_homogeneous
     if balance_ntypes is None:
-        return None
+        return graph.node_type_of() if typed else None
     if isinstance(balance_ntypes, str):
         balance_ntypes = [balance_ntypes]
     if isinstance(balance_ntypes, (list, tuple)) and all(isinstance(x, str) for x in balance_ntypes):
-        for name in balance_ntypes:
-            if name not in graph.node_data:
-                raise ValueError(
-                    f"balance_ntypes names node array {name!r}, which the graph lacks "
-                    f"(has {sorted(graph.node_data)})"
-                )
+        arrays = [_named_node_array(graph, name) for name in balance_ntypes]
         if len(balance_ntypes) == 1:
-            return _as_categories(graph.node_data[balance_ntypes[0]], balance_ntypes[0], graph.num_nodes)
-        category = np.full(graph.num_nodes, len(balance_ntypes), dtype=np.int64)
-        for index in range(len(balance_ntypes) - 1, -1, -1):
-            mask = np.asarray(graph.node_data[balance_ntypes[index]])
-            if mask.dtype != np.bool_ or mask.ndim != 1:
-                raise ValueError(
-                    f"balance_ntypes mask {balance_ntypes[index]!r} must be a boolean [N] array, "
-                    f"got {mask.dtype}{list(mask.shape)}"
-                )
-            category[mask] = index
-        return category
-    return _as_categories(balance_ntypes, "balance_ntypes", graph.num_nodes)
+            category = _as_categories(arrays[0], balance_ntypes[0], graph.num_nodes)
+        else:
+            category = np.full(graph.num_nodes, len(balance_ntypes), dtype=np.int64)
+            for index in range(len(balance_ntypes) - 1, -1, -1):
+                mask = arrays[index]
+                if mask.dtype != np.bool_ or mask.ndim != 1:
+                    raise ValueError(
+                        f"balance_ntypes mask {balance_ntypes[index]!r} must be a boolean [N] array, "
+                        f"got {mask.dtype}{list(mask.shape)}"
+                    )
+                category[mask] = index
+    else:
+        category = _as_categories(balance_ntypes, "balance_ntypes", graph.num_nodes)
+    if typed:
+        _, category = np.unique(category, return_inverse=True)
+        category = graph.node_type_of() * (int(category.max()) + 1 if category.size else 1) + category
+    return category
+
+
+def _named_node_array(graph: GraphData, name: str) -> np.ndarray:
+    """A node array over all N nodes: the homogeneous array, or on a typed graph the concatenation of
+    the array of every type that has it (zeros for types that do not).
+
+    Raises:
+        ValueError: no node type has an array of that name.
+    """
+    found = [(t, arrays[name]) for t, arrays in graph.node_data.items() if name in arrays]
+    if not found:
+        known = sorted({n for arrays in graph.node_data.values() for n in arrays})
+        raise ValueError(f"balance_ntypes names node array {name!r}, which the graph lacks (has {known})")
+    if graph.schema.is_homogeneous:
+        return np.asarray(found[0][1])
+    first = np.asarray(found[0][1])
+    out = np.zeros(graph.num_nodes, dtype=first.dtype)
+    offsets = graph.node_offsets
+    for ntype, arr in found:
+        t = graph.schema.ntype_id(ntype)
+        out[offsets[t] : offsets[t + 1]] = np.asarray(arr).reshape(-1)[: offsets[t + 1] - offsets[t]]
+    return out
 
 
 def _as_categories(values, name: str, num_nodes: int) -> np.ndarray:
@@ -142,7 +167,8 @@ def assign_partitions(
     if num_parts == 1:
         return np.zeros(graph.num_nodes, dtype=np.int64)
     if part_method == "random":
-        return random_assignment(graph.num_nodes, num_parts, seed)
+        categories = None if graph.schema.is_homogeneous else graph.node_type_of()
+        return random_assignment(graph.num_nodes, num_parts, seed, categories)
     categories = balance_categories(graph, balance_ntypes)
     weights, imbalance, num_categories = vertex_weights(graph, categories, balance_edges)
     timings = {} if timings is None else timings
@@ -194,15 +220,28 @@ def check_method(part_method: str) -> None:
         raise ValueError(f"unknown part_method {part_method!r}; expected one of {list(METHODS)}")
 
 
-def random_assignment(num_nodes: int, num_parts: int, seed: int = 0) -> np.ndarray:
-    """Assign nodes to partitions uniformly at random with equal part sizes (±1).
+def random_assignment(
+    num_nodes: int, num_parts: int, seed: int = 0, categories: np.ndarray | None = None
+) -> np.ndarray:
+    """Assign nodes to partitions uniformly at random with equal part sizes (±1), per category when
+    ``categories`` is given (each node type spread evenly over the partitions).
 
     Returns:
         int64 [num_nodes] partition index per node.
     """
     rng = np.random.default_rng(seed)
-    parts = np.arange(num_nodes, dtype=np.int64) % num_parts
-    rng.shuffle(parts)
+    if categories is None:
+        parts = np.arange(num_nodes, dtype=np.int64) % num_parts
+        rng.shuffle(parts)
+        return parts
+    order = rng.permutation(num_nodes)
+    order = order[np.argsort(categories[order], kind="stable")]  # grouped by category, random inside
+    sizes = np.bincount(categories, minlength=int(categories.max()) + 1 if num_nodes else 0)
+    first = np.cumsum(sizes) - sizes
+    rank = np.arange(num_nodes, dtype=np.int64) - first[categories[order]]
+    offset = rng.integers(0, num_parts, size=sizes.size)  # small categories do not all start at part 0
+    parts = np.empty(num_nodes, dtype=np.int64)
+    parts[order] = (rank + offset[categories[order]]) % num_parts
     return parts
 
 

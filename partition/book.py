@@ -1,8 +1,13 @@
-"""The range partition book and partition policies: which partition owns a node or edge ID.
+"""The range partition book: which partition owns a node or edge, in homogeneous and per-type IDs.
 
-After relabeling, partition ``k`` owns the node IDs ``[node_bounds[k], node_bounds[k+1])`` and the
-edge IDs ``[edge_bounds[k], edge_bounds[k+1])``, so routing an ID is one ``np.searchsorted`` over
-``num_parts + 1`` boundaries. The method names follow ``dgl.distributed.RangePartitionBook``.
+After relabeling, partition ``k`` owns the homogeneous node IDs ``[node_bounds[k], node_bounds[k+1])``
+and edge IDs ``[edge_bounds[k], edge_bounds[k+1])``. Inside that range the node types lie one after
+the other in type-ID order (the edge types likewise), so every type's nodes in partition ``k`` are one
+contiguous range of the type's own (per-type) IDs too. Routing an ID is one ``np.searchsorted`` over
+the boundaries of its ID space; converting between homogeneous and per-type IDs is one more over the
+``num_parts * num_types`` (partition, type) segments. A homogeneous graph is the one-type case: the
+per-type IDs of ``_N`` / ``_E`` are the homogeneous IDs. Method names follow
+``dgl.distributed.RangePartitionBook``.
 
 Every lookup is vectorized and accepts a numpy array, a torch tensor, a Python sequence or a scalar;
 it returns the same kind it was given (a torch tensor for a torch tensor, a numpy array otherwise),
@@ -17,8 +22,7 @@ from typing import Any
 import numpy as np
 
 from graphstore.ids import as_id_array, check_id_range, first_outside
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE
-from graphstore.types import EDGE, NODE
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, NODE, GraphSchema, etype_key
 
 
 def _is_torch(x: Any) -> bool:
@@ -53,18 +57,66 @@ def _check_bounds(bounds: Sequence[int] | np.ndarray, what: str) -> np.ndarray:
     return arr
 
 
+class _TypedRanges:
+    """The per-(partition, type) layout of one ID space (nodes or edges).
+
+    Args:
+        bounds: homogeneous boundaries, ``num_parts + 1``.
+        counts: int64 ``[num_parts, num_types]``: IDs of each type in each partition (rows sum to the
+            partition's range size).
+    """
+
+    def __init__(self, bounds: np.ndarray, counts: np.ndarray, what: str):
+        num_parts, num_types = counts.shape
+        if not np.array_equal(counts.sum(axis=1), np.diff(bounds)):
+            raise ValueError(
+                f"{what} counts per type {counts.tolist()} do not add up to the partition sizes "
+                f"{np.diff(bounds).tolist()}"
+            )
+        self.bounds = bounds
+        self.counts = counts
+        # type_bounds[t]: per-type ID boundaries of type t over the partitions.
+        self.type_bounds = np.zeros((num_types, num_parts + 1), dtype=np.int64)
+        np.cumsum(counts.T, axis=1, out=self.type_bounds[:, 1:])
+        # homo_start[t, k]: homogeneous ID of type t's first ID in partition k.
+        within = np.cumsum(counts, axis=1) - counts
+        self.homo_start = (bounds[:-1, None] + within).T.copy()
+        # Segments (k, t) in homogeneous order: their starts, types and per-type starts.
+        self.seg_start = (bounds[:-1, None] + within).reshape(-1)
+        self.seg_type = np.tile(np.arange(num_types, dtype=np.int64), num_parts)
+        self.seg_type_start = self.type_bounds[:, :-1].T.reshape(-1)
+        for array in (self.type_bounds, self.homo_start, self.seg_start):
+            array.setflags(write=False)
+
+    @property
+    def num_types(self) -> int:
+        return int(self.counts.shape[1])
+
+    def to_per_type(self, homo: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        seg = np.searchsorted(self.seg_start, homo, side="right") - 1
+        return self.seg_type[seg], homo - self.seg_start[seg] + self.seg_type_start[seg]
+
+    def to_homo(self, per_type: np.ndarray, type_id: int) -> np.ndarray:
+        part = route_ids(per_type, self.type_bounds[type_id])
+        return per_type - self.type_bounds[type_id][part] + self.homo_start[type_id][part]
+
+
 class RangePartitionBook:
     """Maps node and edge IDs to partitions when every partition owns contiguous ID ranges.
 
     Args:
-        node_bounds: ``num_parts + 1`` boundaries; partition ``k`` owns nodes ``[b[k], b[k+1])``.
+        node_bounds: ``num_parts + 1`` homogeneous boundaries; partition ``k`` owns ``[b[k], b[k+1])``.
         edge_bounds: the same for edge IDs.
         part_id: the partition this book is used from (``partid``).
         graph_name: the graph's name.
+        schema: the node and edge types (default: homogeneous).
+        ntype_counts: int64 ``[num_parts, num_ntypes]`` nodes of each type per partition (default:
+            one type, the whole range).
+        etype_counts: int64 ``[num_parts, num_etypes]`` edges of each type per partition.
 
     Raises:
-        ValueError: if the bounds are malformed or their partition counts differ, or ``part_id`` is out
-            of range.
+        ValueError: malformed bounds, counts that do not add up, partition counts that differ, or
+            ``part_id`` out of range.
     """
 
     def __init__(
@@ -73,32 +125,130 @@ class RangePartitionBook:
         edge_bounds: Sequence[int] | np.ndarray,
         part_id: int = 0,
         graph_name: str = "",
+        *,
+        schema: GraphSchema | None = None,
+        ntype_counts: np.ndarray | None = None,
+        etype_counts: np.ndarray | None = None,
     ):
-        self._node_bounds = _check_bounds(node_bounds, "node_bounds")
-        self._edge_bounds = _check_bounds(edge_bounds, "edge_bounds")
-        self._node_bounds.setflags(write=False)
-        self._edge_bounds.setflags(write=False)
-        if self._node_bounds.size != self._edge_bounds.size:
+        node_bounds = _check_bounds(node_bounds, "node_bounds")
+        edge_bounds = _check_bounds(edge_bounds, "edge_bounds")
+        if node_bounds.size != edge_bounds.size:
             raise ValueError(
-                f"node_bounds has {self._node_bounds.size - 1} partitions but edge_bounds has "
-                f"{self._edge_bounds.size - 1}"
+                f"node_bounds has {node_bounds.size - 1} partitions but edge_bounds has "
+                f"{edge_bounds.size - 1}"
             )
-        if not 0 <= int(part_id) < self.num_partitions():
-            raise ValueError(f"part_id={part_id} out of range [0, {self.num_partitions()})")
+        num_parts = node_bounds.size - 1
+        if not 0 <= int(part_id) < num_parts:
+            raise ValueError(f"part_id={part_id} out of range [0, {num_parts})")
+        self.schema = schema if schema is not None else GraphSchema()
+        if ntype_counts is None:
+            ntype_counts = np.diff(node_bounds)[:, None]
+        if etype_counts is None:
+            etype_counts = np.diff(edge_bounds)[:, None]
+        ntype_counts = np.asarray(ntype_counts, dtype=np.int64).reshape(num_parts, -1)
+        etype_counts = np.asarray(etype_counts, dtype=np.int64).reshape(num_parts, -1)
+        if ntype_counts.shape[1] != len(self.schema.ntypes):
+            raise ValueError(
+                f"ntype_counts has {ntype_counts.shape[1]} columns for {len(self.schema.ntypes)} node types"
+            )
+        if etype_counts.shape[1] != len(self.schema.canonical_etypes):
+            raise ValueError(
+                f"etype_counts has {etype_counts.shape[1]} columns for "
+                f"{len(self.schema.canonical_etypes)} edge types"
+            )
+        for array in (node_bounds, edge_bounds, ntype_counts, etype_counts):
+            array.setflags(write=False)
+        self._nodes = _TypedRanges(node_bounds, ntype_counts, "node")
+        self._edges = _TypedRanges(edge_bounds, etype_counts, "edge")
         self._part_id = int(part_id)
         self.graph_name = graph_name
+
+    @classmethod
+    def from_maps(
+        cls,
+        part_id: int,
+        node_map: dict[str, Any],
+        edge_map: dict[str, Any],
+        ntypes: Sequence[str],
+        canonical_etypes: Sequence[tuple[str, str, str]],
+        graph_name: str = "",
+    ) -> RangePartitionBook:
+        """Build a book from DGL-shaped maps: per type, one ``[homo_start, homo_end)`` per partition.
+
+        Raises:
+            ValueError: ranges that are not laid out partition by partition, type by type.
+        """
+        schema = GraphSchema(tuple(ntypes), tuple(tuple(c) for c in canonical_etypes))
+        node_ranges = [np.asarray(node_map[t], dtype=np.int64).reshape(-1, 2) for t in schema.ntypes]
+        edge_ranges = [
+            np.asarray(
+                edge_map[etype_key(c)] if etype_key(c) in edge_map else edge_map[c[1]], dtype=np.int64
+            ).reshape(-1, 2)
+            for c in schema.canonical_etypes
+        ]
+        node_bounds, ntype_counts = _layout(node_ranges, "node_map")
+        edge_bounds, etype_counts = _layout(edge_ranges, "edge_map")
+        return cls(
+            node_bounds,
+            edge_bounds,
+            part_id,
+            graph_name,
+            schema=schema,
+            ntype_counts=ntype_counts,
+            etype_counts=etype_counts,
+        )
+
+    @classmethod
+    def from_metadata(cls, meta, part_id: int) -> RangePartitionBook:
+        """The book a server describes in its :class:`~graphstore.types.PartitionMetadata`."""
+        num_parts = len(meta.node_bounds) - 1
+        return cls(
+            meta.node_bounds,
+            meta.edge_bounds,
+            part_id,
+            meta.graph_name,
+            schema=meta.schema,
+            ntype_counts=np.asarray(meta.ntype_counts, dtype=np.int64).reshape(num_parts, -1)
+            if meta.ntype_counts
+            else None,
+            etype_counts=np.asarray(meta.etype_counts, dtype=np.int64).reshape(num_parts, -1)
+            if meta.etype_counts
+            else None,
+        )
+
+    def for_partition(self, part_id: int) -> RangePartitionBook:
+        """The same book used from partition ``part_id`` (its ``partid``)."""
+        return RangePartitionBook(
+            self.node_bounds,
+            self.edge_bounds,
+            part_id,
+            self.graph_name,
+            schema=self.schema,
+            ntype_counts=self.ntype_counts,
+            etype_counts=self.etype_counts,
+        )
 
     # ----- shape of the book -------------------------------------------------------------------
 
     @property
     def node_bounds(self) -> np.ndarray:
-        """Read-only int64 array of ``num_parts + 1`` node boundaries."""
-        return self._node_bounds
+        """Read-only int64 array of ``num_parts + 1`` homogeneous node boundaries."""
+        return self._nodes.bounds
 
     @property
     def edge_bounds(self) -> np.ndarray:
-        """Read-only int64 array of ``num_parts + 1`` edge boundaries."""
-        return self._edge_bounds
+        """Read-only int64 array of ``num_parts + 1`` homogeneous edge boundaries."""
+        return self._edges.bounds
+
+    @property
+    def ntype_counts(self) -> np.ndarray:
+        """int64 ``[num_parts, num_ntypes]``: nodes of each type per partition."""
+        return self._nodes.counts
+
+    @property
+    def etype_counts(self) -> np.ndarray:
+        """int64 ``[num_parts, num_etypes]``: edges of each type per partition."""
+        return self._edges.counts
 
     @property
     def partid(self) -> int:
@@ -107,164 +257,234 @@ class RangePartitionBook:
 
     @property
     def ntypes(self) -> list[str]:
-        """Node types (homogeneous graphs: ``['_N']``)."""
-        return [DEFAULT_NTYPE]
+        """Node types in ID order (homogeneous graphs: ``['_N']``)."""
+        return list(self.schema.ntypes)
 
     @property
     def etypes(self) -> list[str]:
-        """Edge types (homogeneous graphs: ``['_E']``)."""
-        return [DEFAULT_ETYPE]
+        """Edge type names in ID order (homogeneous graphs: ``['_E']``)."""
+        return self.schema.etypes
 
     @property
     def canonical_etypes(self) -> list[tuple[str, str, str]]:
         """Canonical edge types (homogeneous graphs: ``[('_N', '_E', '_N')]``)."""
-        return [(DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)]
+        return list(self.schema.canonical_etypes)
 
     def num_partitions(self) -> int:
         """Number of partitions."""
-        return int(self._node_bounds.size - 1)
+        return int(self._nodes.bounds.size - 1)
 
-    def num_nodes(self, ntype: str = DEFAULT_NTYPE) -> int:
-        """Number of nodes in the whole graph."""
-        self._check_ntype(ntype)
-        return int(self._node_bounds[-1])
+    def num_nodes(self, ntype: str | None = None) -> int:
+        """Nodes of one type, or of the whole graph for None / ``'_N'``."""
+        return int(self.node_type_bounds(ntype)[-1])
 
-    def num_edges(self, etype: str = DEFAULT_ETYPE) -> int:
-        """Number of edges in the whole graph."""
-        self._check_etype(etype)
-        return int(self._edge_bounds[-1])
+    def num_edges(self, etype=None) -> int:
+        """Edges of one type, or of the whole graph for None / ``'_E'``."""
+        return int(self.edge_type_bounds(etype)[-1])
+
+    def node_type_bounds(self, ntype: str | None) -> np.ndarray:
+        """The partition boundaries of one node type's per-type IDs (None / ``'_N'``: homogeneous IDs).
+
+        Raises:
+            KeyError: an unknown node type.
+        """
+        type_id = self._ntype_id(ntype)
+        return self._nodes.bounds if type_id is None else self._nodes.type_bounds[type_id]
+
+    def edge_type_bounds(self, etype) -> np.ndarray:
+        """The partition boundaries of one edge type's per-type IDs (None / ``'_E'``: homogeneous IDs).
+
+        Raises:
+            KeyError: an unknown or ambiguous edge type.
+        """
+        type_id = self._etype_id(etype)
+        return self._edges.bounds if type_id is None else self._edges.type_bounds[type_id]
+
+    def policy_bounds(self, policy: str) -> np.ndarray:
+        """The partition boundaries of the ID space a policy names (``"node"``, ``"node:<ntype>"``,
+        ``"edge"``, ``"edge:<src>:<etype>:<dst>"``).
+
+        Raises:
+            ValueError: a malformed policy. KeyError: an unknown type.
+        """
+        kind, type_id = self.schema.policy_type(policy)
+        ranges = self._nodes if kind == NODE else self._edges
+        return ranges.bounds if type_id is None else ranges.type_bounds[type_id]
 
     def metadata(self) -> list[dict[str, int]]:
         """Per partition: ``{'machine_id', 'num_nodes', 'num_edges'}``."""
-        nodes = np.diff(self._node_bounds)
-        edges = np.diff(self._edge_bounds)
+        nodes = np.diff(self._nodes.bounds)
+        edges = np.diff(self._edges.bounds)
         return [
             {"machine_id": k, "num_nodes": int(nodes[k]), "num_edges": int(edges[k])}
             for k in range(self.num_partitions())
         ]
 
-    def node_range(self, partid: int) -> tuple[int, int]:
-        """``(start, end)`` of the node IDs owned by ``partid``."""
+    def node_range(self, partid: int, ntype: str | None = None) -> tuple[int, int]:
+        """``(start, end)`` of the node IDs (per-type IDs for a type) owned by ``partid``."""
         self._check_partid(partid)
-        return int(self._node_bounds[partid]), int(self._node_bounds[partid + 1])
+        bounds = self.node_type_bounds(ntype)
+        return int(bounds[partid]), int(bounds[partid + 1])
 
-    def edge_range(self, partid: int) -> tuple[int, int]:
-        """``(start, end)`` of the edge IDs owned by ``partid``."""
+    def edge_range(self, partid: int, etype=None) -> tuple[int, int]:
+        """``(start, end)`` of the edge IDs (per-type IDs for a type) owned by ``partid``."""
         self._check_partid(partid)
-        return int(self._edge_bounds[partid]), int(self._edge_bounds[partid + 1])
+        bounds = self.edge_type_bounds(etype)
+        return int(bounds[partid]), int(bounds[partid + 1])
+
+    def node_map(self) -> dict[str, list[list[int]]]:
+        """DGL's ``node_map``: per node type, the homogeneous ``[start, end)`` in each partition."""
+        return _maps(self._nodes, list(self.schema.ntypes))
+
+    def edge_map(self) -> dict[str, list[list[int]]]:
+        """DGL's ``edge_map``: per canonical edge type (``"src:etype:dst"``), the homogeneous ranges."""
+        return _maps(self._edges, [etype_key(c) for c in self.schema.canonical_etypes])
 
     # ----- ID lookups ----------------------------------------------------------------------------
 
     def nid2partid(self, nids: Any, ntype: str = DEFAULT_NTYPE):
-        """Owning partition of each node ID.
-
-        Args:
-            nids: global node IDs (array, tensor, sequence or scalar).
-            ntype: node type; only ``'_N'`` exists.
+        """Owning partition of each node ID (per-type IDs when ``ntype`` names a type of a typed graph).
 
         Returns:
             int64 partition indices, the same kind as ``nids``.
 
         Raises:
-            IndexError: if an ID is outside ``[0, num_nodes)`` (the message names it).
+            IndexError: an ID outside its ID space (the message names it). KeyError: unknown ntype.
         """
-        self._check_ntype(ntype)
+        bounds = self.node_type_bounds(ntype)
         ids = as_id_array(nids, "nids")
-        check_id_range(ids, int(self._node_bounds[-1]), "node IDs")
-        return _like(route_ids(ids, self._node_bounds), nids)
+        check_id_range(ids, int(bounds[-1]), f"{_space(ntype)} node IDs")
+        return _like(route_ids(ids, bounds), nids)
 
-    def eid2partid(self, eids: Any, etype: str = DEFAULT_ETYPE):
+    def eid2partid(self, eids: Any, etype=DEFAULT_ETYPE):
         """Owning partition of each edge ID (see :meth:`nid2partid`)."""
-        self._check_etype(etype)
+        bounds = self.edge_type_bounds(etype)
         ids = as_id_array(eids, "eids")
-        check_id_range(ids, int(self._edge_bounds[-1]), "edge IDs")
-        return _like(route_ids(ids, self._edge_bounds), eids)
+        check_id_range(ids, int(bounds[-1]), f"{_space(etype)} edge IDs")
+        return _like(route_ids(ids, bounds), eids)
 
     def partid2nids(self, partid: int, ntype: str = DEFAULT_NTYPE):
-        """All node IDs owned by ``partid`` (an int64 numpy array; a torch tensor if ``partid`` is one)."""
-        self._check_ntype(ntype)
-        start, end = self.node_range(int(partid))
+        """All node IDs (per-type IDs for a type) owned by ``partid``, int64; a torch tensor if
+        ``partid`` is one."""
+        start, end = self.node_range(int(partid), ntype)
         return _like(np.arange(start, end, dtype=np.int64), partid)
 
-    def partid2eids(self, partid: int, etype: str = DEFAULT_ETYPE):
-        """All edge IDs owned by ``partid``."""
-        self._check_etype(etype)
-        start, end = self.edge_range(int(partid))
+    def partid2eids(self, partid: int, etype=DEFAULT_ETYPE):
+        """All edge IDs (per-type IDs for a type) owned by ``partid``."""
+        start, end = self.edge_range(int(partid), etype)
         return _like(np.arange(start, end, dtype=np.int64), partid)
 
     def nid2localnid(self, nids: Any, partid: int, ntype: str = DEFAULT_NTYPE):
-        """Local indices (offsets into ``partid``'s range) of node IDs owned by ``partid``.
+        """Offsets of node IDs inside ``partid``'s range of their ID space.
 
         Raises:
-            IndexError: if an ID is not owned by ``partid``.
+            IndexError: an ID not owned by ``partid``.
         """
-        self._check_ntype(ntype)
-        start, end = self.node_range(int(partid))
+        start, end = self.node_range(int(partid), ntype)
         ids = as_id_array(nids, "nids")
         _check_owned(ids, start, end, partid, "node")
         return _like(ids - start, nids)
 
-    def eid2localeid(self, eids: Any, partid: int, etype: str = DEFAULT_ETYPE):
-        """Local indices of edge IDs owned by ``partid`` (see :meth:`nid2localnid`)."""
-        self._check_etype(etype)
-        start, end = self.edge_range(int(partid))
+    def eid2localeid(self, eids: Any, partid: int, etype=DEFAULT_ETYPE):
+        """Offsets of edge IDs inside ``partid``'s range (see :meth:`nid2localnid`)."""
+        start, end = self.edge_range(int(partid), etype)
         ids = as_id_array(eids, "eids")
         _check_owned(ids, start, end, partid, "edge")
         return _like(ids - start, eids)
 
-    def map_to_homo_nid(self, ids: Any, ntype: str = DEFAULT_NTYPE):
-        """Homogeneous graphs: the IDs unchanged (DGL compatibility)."""
-        self._check_ntype(ntype)
-        return ids
-
-    def map_to_homo_eid(self, ids: Any, etype: str = DEFAULT_ETYPE):
-        """Homogeneous graphs: the IDs unchanged (DGL compatibility)."""
-        self._check_etype(etype)
-        return ids
-
     def map_to_per_ntype(self, ids: Any):
-        """Homogeneous graphs: ``(type IDs (all 0), ids)`` (DGL compatibility)."""
+        """``(type IDs, per-type IDs)`` of homogeneous node IDs.
+
+        Raises:
+            IndexError: an ID outside the graph.
+        """
         arr = as_id_array(ids, "ids")
-        return _like(np.zeros(arr.shape, dtype=np.int64), ids), ids
+        check_id_range(arr, self.num_nodes(), "node IDs")
+        types, per_type = self._nodes.to_per_type(arr)
+        return _like(types, ids), _like(per_type, ids)
 
     def map_to_per_etype(self, ids: Any):
-        """Homogeneous graphs: ``(type IDs (all 0), ids)`` (DGL compatibility)."""
+        """``(type IDs, per-type IDs)`` of homogeneous edge IDs."""
         arr = as_id_array(ids, "ids")
-        return _like(np.zeros(arr.shape, dtype=np.int64), ids), ids
+        check_id_range(arr, self.num_edges(), "edge IDs")
+        types, per_type = self._edges.to_per_type(arr)
+        return _like(types, ids), _like(per_type, ids)
+
+    def map_to_homo_nid(self, ids: Any, ntype: str):
+        """Homogeneous IDs of per-type node IDs of ``ntype``.
+
+        Raises:
+            IndexError: an ID outside the type. KeyError: an unknown type.
+        """
+        type_id = self._ntype_id(ntype)
+        arr = as_id_array(ids, "ids")
+        if type_id is None:
+            check_id_range(arr, self.num_nodes(), "node IDs")
+            return _like(arr, ids)
+        check_id_range(arr, self.num_nodes(ntype), f"{ntype} node IDs")
+        return _like(self._nodes.to_homo(arr, type_id), ids)
+
+    def map_to_homo_eid(self, ids: Any, etype):
+        """Homogeneous IDs of per-type edge IDs of ``etype``."""
+        type_id = self._etype_id(etype)
+        arr = as_id_array(ids, "ids")
+        if type_id is None:
+            check_id_range(arr, self.num_edges(), "edge IDs")
+            return _like(arr, ids)
+        check_id_range(arr, self.num_edges(etype), f"{_space(etype)} edge IDs")
+        return _like(self._edges.to_homo(arr, type_id), ids)
 
     # ----- helpers -------------------------------------------------------------------------------
+
+    def _ntype_id(self, ntype) -> int | None:
+        """None for the homogeneous ID space (None, ``'_N'``, or the type of a one-type graph)."""
+        if ntype is None or ntype == DEFAULT_NTYPE:
+            return None
+        type_id = self.schema.ntype_id(ntype)
+        return None if self.schema.is_homogeneous else type_id
+
+    def _etype_id(self, etype) -> int | None:
+        """None for the homogeneous ID space (None, ``'_E'``, ``('_N', '_E', '_N')``, or the type of a
+        one-type graph)."""
+        if etype is None or etype == DEFAULT_ETYPE or _is_default_canonical(etype):
+            return None
+        type_id = self.schema.etype_id(etype)
+        return None if self.schema.is_homogeneous else type_id
 
     def _check_partid(self, partid: int) -> None:
         if not 0 <= int(partid) < self.num_partitions():
             raise IndexError(f"partid={partid} out of range [0, {self.num_partitions()})")
 
-    @staticmethod
-    def _check_ntype(ntype: str) -> None:
-        if ntype != DEFAULT_NTYPE:
-            raise KeyError(f"unknown node type {ntype!r}; this graph has only {DEFAULT_NTYPE!r}")
-
-    @staticmethod
-    def _check_etype(etype: Any) -> None:
-        if isinstance(etype, tuple) and len(etype) == 3:
-            etype = etype[1]
-        if etype != DEFAULT_ETYPE:
-            raise KeyError(f"unknown edge type {etype!r}; this graph has only {DEFAULT_ETYPE!r}")
-
     def __eq__(self, other: object) -> bool:
         return (
             isinstance(other, RangePartitionBook)
-            and np.array_equal(self._node_bounds, other._node_bounds)
-            and np.array_equal(self._edge_bounds, other._edge_bounds)
+            and self.schema == other.schema
+            and np.array_equal(self._nodes.bounds, other._nodes.bounds)
+            and np.array_equal(self._edges.bounds, other._edges.bounds)
+            and np.array_equal(self._nodes.counts, other._nodes.counts)
+            and np.array_equal(self._edges.counts, other._edges.counts)
         )
 
     def __hash__(self) -> int:
-        return hash((self._node_bounds.tobytes(), self._edge_bounds.tobytes()))
+        return hash((self._nodes.bounds.tobytes(), self._edges.bounds.tobytes()))
 
     def __repr__(self) -> str:
+        types = "" if self.schema.is_homogeneous else f", ntypes={self.ntypes}"
         return (
             f"RangePartitionBook(graph_name={self.graph_name!r}, num_parts={self.num_partitions()}, "
-            f"partid={self._part_id}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()})"
+            f"partid={self._part_id}, num_nodes={self.num_nodes()}, num_edges={self.num_edges()}{types})"
         )
+
+
+def _is_default_canonical(etype) -> bool:
+    default = (DEFAULT_NTYPE, DEFAULT_ETYPE, DEFAULT_NTYPE)
+    return (isinstance(etype, (tuple, list)) and tuple(etype) == default) or etype == etype_key(default)
+
+
+def _space(type_name) -> str:
+    if type_name is None or type_name in (DEFAULT_NTYPE, DEFAULT_ETYPE):
+        return "homogeneous"
+    return etype_key(type_name) if isinstance(type_name, tuple) else str(type_name)
 
 
 def _check_owned(ids: np.ndarray, start: int, end: int, partid: int, what: str) -> None:
@@ -273,110 +493,35 @@ def _check_owned(ids: np.ndarray, start: int, end: int, partid: int, what: str) 
         raise IndexError(f"{what} ID {bad} is not owned by partition {partid} (owns [{start}, {end}))")
 
 
-class PartitionPolicy:
-    """How one kind of data (node or edge rows) is spread over the partitions.
+def _maps(ranges: _TypedRanges, names: list[str]) -> dict[str, list[list[int]]]:
+    out = {}
+    for type_id, name in enumerate(names):
+        starts = ranges.homo_start[type_id]
+        ends = starts + ranges.counts[:, type_id]
+        out[name] = [[int(s), int(e)] for s, e in zip(starts, ends, strict=True)]
+    return out
 
-    Args:
-        policy_str: ``'node:_N'`` or ``'edge:_E'`` (``'node'`` / ``'edge'`` also accepted).
-        partition_book: the graph's :class:`RangePartitionBook`.
+
+def _layout(type_ranges: list[np.ndarray], what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Homogeneous bounds and per-(partition, type) counts from per-type ``[start, end)`` ranges.
 
     Raises:
-        ValueError: for an unknown policy string.
+        ValueError: ranges that do not tile the ID space partition by partition, type by type.
     """
-
-    def __init__(self, policy_str: str, partition_book: RangePartitionBook):
-        kind, _, type_name = str(policy_str).partition(":")
-        if kind == NODE:
-            type_name = type_name or DEFAULT_NTYPE
-            if type_name != DEFAULT_NTYPE:
-                raise ValueError(f"policy_str={policy_str!r}: unknown node type {type_name!r}")
-        elif kind == EDGE:
-            type_name = type_name or DEFAULT_ETYPE
-            if type_name != DEFAULT_ETYPE:
-                raise ValueError(f"policy_str={policy_str!r}: unknown edge type {type_name!r}")
-        else:
-            raise ValueError(f"policy_str={policy_str!r}: expected 'node:_N', 'edge:_E', 'node' or 'edge'")
-        self._kind = kind
-        self._type_name = type_name
-        self._book = partition_book
-
-    @property
-    def policy_str(self) -> str:
-        """``'node:_N'`` or ``'edge:_E'``."""
-        return f"{self._kind}:{self._type_name}"
-
-    @property
-    def kind(self) -> str:
-        """``'node'`` or ``'edge'``."""
-        return self._kind
-
-    @property
-    def is_node(self) -> bool:
-        """Whether the rows are indexed by node IDs."""
-        return self._kind == NODE
-
-    @property
-    def is_edge(self) -> bool:
-        """Whether the rows are indexed by edge IDs."""
-        return self._kind == EDGE
-
-    @property
-    def type_name(self) -> str:
-        """The node or edge type name."""
-        return self._type_name
-
-    @property
-    def partition_book(self) -> RangePartitionBook:
-        """The partition book."""
-        return self._book
-
-    @property
-    def part_id(self) -> int:
-        """The partition this policy is used from."""
-        return self._book.partid
-
-    def _bounds(self) -> np.ndarray:
-        return self._book.node_bounds if self._kind == NODE else self._book.edge_bounds
-
-    def to_local(self, ids: Any):
-        """Local offsets, in this policy's partition, of global IDs it owns.
-
-        Raises:
-            IndexError: for an ID this partition does not own.
-        """
-        if self._kind == NODE:
-            return self._book.nid2localnid(ids, self.part_id, self._type_name)
-        return self._book.eid2localeid(ids, self.part_id, self._type_name)
-
-    def to_partid(self, ids: Any):
-        """Owning partition of each global ID.
-
-        Raises:
-            IndexError: for an ID outside the graph.
-        """
-        if self._kind == NODE:
-            return self._book.nid2partid(ids, self._type_name)
-        return self._book.eid2partid(ids, self._type_name)
-
-    def get_part_size(self) -> int:
-        """Number of rows owned by this policy's partition."""
-        bounds = self._bounds()
-        return int(bounds[self.part_id + 1] - bounds[self.part_id])
-
-    def get_size(self) -> int:
-        """Number of rows in the whole graph."""
-        return int(self._bounds()[-1])
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, PartitionPolicy)
-            and self.policy_str == other.policy_str
-            and self.part_id == other.part_id
-            and self._book == other._book
+    num_parts = type_ranges[0].shape[0]
+    if any(r.shape[0] != num_parts for r in type_ranges):
+        raise ValueError(f"{what}: every type needs one range per partition ({num_parts})")
+    counts = np.stack([r[:, 1] - r[:, 0] for r in type_ranges], axis=1)
+    if (counts < 0).any():
+        raise ValueError(f"{what}: a range ends before it starts")
+    bounds = np.zeros(num_parts + 1, dtype=np.int64)
+    np.cumsum(counts.sum(axis=1), out=bounds[1:])
+    expected = bounds[:-1, None] + np.cumsum(counts, axis=1) - counts
+    starts = np.stack([r[:, 0] for r in type_ranges], axis=1)
+    nonempty = counts > 0
+    if not np.array_equal(starts[nonempty], expected[nonempty]):
+        raise ValueError(
+            f"{what}: the ranges must lie partition by partition, and inside a partition type by type "
+            "in type-ID order"
         )
-
-    def __hash__(self) -> int:
-        return hash((self.policy_str, self.part_id))
-
-    def __repr__(self) -> str:
-        return f"PartitionPolicy({self.policy_str!r}, part_id={self.part_id})"
+    return bounds, counts

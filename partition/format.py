@@ -1,7 +1,9 @@
 """Reading the on-disk partition format: ``NAME.json`` and its ``partK/`` folders of ``.npy`` arrays.
 
-The layout is described in :mod:`graphstore.partition.types` and docs/partition-format.md. Every
-array is opened with ``mmap_mode='r'``, so loading a partition costs page-cache, not a copy.
+The layout is described in :mod:`graphstore.partition.types` and docs/partition-format.md. Format 2
+(typed graphs; a homogeneous graph is the one-type case) and format 1 (homogeneous graphs written
+before types existed) both load, into the same :class:`~graphstore.partition.types.PartitionData`.
+Every array is opened with ``mmap_mode='r'``, so loading a partition costs page-cache, not a copy.
 """
 
 from __future__ import annotations
@@ -15,27 +17,37 @@ import numpy as np
 from graphstore.dtypes import BY_NAME
 from graphstore.errors import ConfigError
 from graphstore.partition.book import RangePartitionBook
-from graphstore.partition.types import (
-    DEFAULT_ETYPE,
-    DEFAULT_NTYPE,
-    FORMAT_VERSION,
-    FeatureScheme,
-    PartitionData,
-)
+from graphstore.partition.types import READABLE_FORMAT_VERSIONS, FeatureScheme, PartitionData
+from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE, DEFAULT_NTYPE, GraphSchema, etype_key
 
 STRUCTURE_ARRAYS = ("in_indptr", "in_src", "out_indptr", "out_dst", "out_eid", "orig_nid", "orig_eid")
 NODE_FEAT_DIR = "node_feat"
 EDGE_FEAT_DIR = "edge_feat"
+_REQUIRED = (
+    "format_version",
+    "graph_name",
+    "num_nodes",
+    "num_edges",
+    "num_parts",
+    "node_map",
+    "edge_map",
+    "parts",
+)
+
+
+def feature_file(part_dir: str, sub: str, schema: GraphSchema, type_key: str, name: str) -> str:
+    """Where a node or edge array of a type lives in a partition folder: ``node_feat/NAME.npy`` on a
+    homogeneous graph (format 1's place), ``node_feat/TYPE/NAME.npy`` on a typed one."""
+    if schema.is_homogeneous:
+        return os.path.join(part_dir, sub, f"{name}.npy")
+    return os.path.join(part_dir, sub, type_key, f"{name}.npy")
 
 
 def read_config(config_path: str) -> dict[str, Any]:
-    """Read and validate a partition config (``NAME.json``).
+    """Read and validate a partition config (``NAME.json``), format 1 or 2.
 
-    Args:
-        config_path: path of the json file.
-
-    Returns:
-        The parsed config.
+    A format 1 config comes back in format 2's shape (``ntypes``, ``etypes`` keyed ``"_N:_E:_N"``,
+    features nested under their type), so the rest of the loader reads one shape.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -50,71 +62,88 @@ def read_config(config_path: str) -> dict[str, Any]:
         raise ConfigError(f"partition config {config_path!r} is not valid json: {exc}") from None
     if not isinstance(config, dict):
         raise ConfigError(f"partition config {config_path!r} must hold a json object")
-    required = (
-        "format_version",
-        "graph_name",
-        "num_nodes",
-        "num_edges",
-        "num_parts",
-        "node_map",
-        "edge_map",
-        "parts",
-    )
-    missing = [k for k in required if k not in config]
+    missing = [k for k in _REQUIRED if k not in config]
     if missing:
         raise ConfigError(f"partition config {config_path!r} lacks fields {missing}")
-    if config["format_version"] != FORMAT_VERSION:
+    if config["format_version"] not in READABLE_FORMAT_VERSIONS:
         raise ConfigError(
             f"partition config {config_path!r}: format_version={config['format_version']!r}; "
-            f"this graphstore reads version {FORMAT_VERSION}"
+            f"this graphstore reads versions {list(READABLE_FORMAT_VERSIONS)}"
         )
+    if config["format_version"] == 1:
+        config = _upgrade_v1(config)
+    try:
+        schema = schema_of(config)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"partition config {config_path!r}: bad ntypes / etypes: {exc}") from None
     num_parts = config["num_parts"]
-    for key, type_name in (("node_map", DEFAULT_NTYPE), ("edge_map", DEFAULT_ETYPE)):
-        ranges = config[key].get(type_name) if isinstance(config[key], dict) else None
-        if not isinstance(ranges, list) or len(ranges) != num_parts:
-            raise ConfigError(
-                f"partition config {config_path!r}: {key}.{type_name} must list {num_parts} ranges"
-            )
+    for key, names in (
+        ("node_map", schema.ntypes),
+        ("edge_map", [etype_key(c) for c in schema.canonical_etypes]),
+    ):
+        for name in names:
+            ranges = config[key].get(name) if isinstance(config[key], dict) else None
+            if not isinstance(ranges, list) or len(ranges) != num_parts:
+                raise ConfigError(
+                    f"partition config {config_path!r}: {key}.{name} must list {num_parts} ranges"
+                )
     if not isinstance(config["parts"], list) or len(config["parts"]) != num_parts:
         raise ConfigError(f"partition config {config_path!r}: parts must list {num_parts} entries")
     for section in ("node_feats", "edge_feats"):
-        for name, scheme in config.get(section, {}).items():
-            if scheme.get("dtype") not in BY_NAME:
-                raise ConfigError(
-                    f"partition config {config_path!r}: {section}.{name}.dtype={scheme.get('dtype')!r} "
-                    "is not supported"
-                )
+        for type_key, features in config.get(section, {}).items():
+            for name, scheme in features.items():
+                if scheme.get("dtype") not in BY_NAME:
+                    raise ConfigError(
+                        f"partition config {config_path!r}: {section}.{type_key}.{name}.dtype="
+                        f"{scheme.get('dtype')!r} is not supported"
+                    )
     return config
 
 
-def _bounds_from_ranges(ranges: list[list[int]], what: str, config_path: str) -> np.ndarray:
-    bounds = [0]
-    for k, (start, end) in enumerate(ranges):
-        if start != bounds[-1] or end < start:
-            raise ConfigError(
-                f"partition config {config_path!r}: {what} range {k} is [{start}, {end}); "
-                f"expected it to start "
-                f"at {bounds[-1]}"
-            )
-        bounds.append(end)
-    return np.asarray(bounds, dtype=np.int64)
+def _upgrade_v1(config: dict[str, Any]) -> dict[str, Any]:
+    """A format 1 (homogeneous) config in format 2's shape."""
+    key = etype_key(DEFAULT_CANONICAL_ETYPE)
+    upgraded = dict(config)
+    upgraded["ntypes"] = {DEFAULT_NTYPE: 0}
+    upgraded["etypes"] = {key: 0}
+    if isinstance(config["edge_map"], dict) and DEFAULT_ETYPE in config["edge_map"]:
+        upgraded["edge_map"] = {key: config["edge_map"][DEFAULT_ETYPE]}
+    upgraded["node_feats"] = {DEFAULT_NTYPE: config.get("node_feats", {})}
+    upgraded["edge_feats"] = {key: config.get("edge_feats", {})}
+    return upgraded
+
+
+def schema_of(config: dict[str, Any]) -> GraphSchema:
+    """The :class:`GraphSchema` of a (format 2 shaped) config: types ordered by their IDs."""
+    ntypes = sorted(config["ntypes"], key=lambda name: config["ntypes"][name])
+    etypes = sorted(config["etypes"], key=lambda name: config["etypes"][name])
+    return GraphSchema(tuple(ntypes), tuple(tuple(key.split(":")) for key in etypes))
 
 
 def book_from_config(config: dict[str, Any], part_id: int = 0, config_path: str = "") -> RangePartitionBook:
     """Build the :class:`RangePartitionBook` described by a parsed config.
 
     Raises:
-        ConfigError: if the ranges are not contiguous or disagree with num_nodes / num_edges.
+        ConfigError: ranges that do not tile the ID spaces or disagree with num_nodes / num_edges.
     """
-    node_bounds = _bounds_from_ranges(config["node_map"][DEFAULT_NTYPE], "node_map", config_path)
-    edge_bounds = _bounds_from_ranges(config["edge_map"][DEFAULT_ETYPE], "edge_map", config_path)
-    if node_bounds[-1] != config["num_nodes"] or edge_bounds[-1] != config["num_edges"]:
-        raise ConfigError(
-            f"partition config {config_path!r}: ranges end at {int(node_bounds[-1])} nodes / "
-            f"{int(edge_bounds[-1])} edges but num_nodes={config['num_nodes']}, "
-            f"num_edges={config['num_edges']}"
+    schema = schema_of(config)
+    try:
+        book = RangePartitionBook.from_maps(
+            part_id,
+            config["node_map"],
+            config["edge_map"],
+            schema.ntypes,
+            schema.canonical_etypes,
+            graph_name=config["graph_name"],
         )
-    return RangePartitionBook(node_bounds, edge_bounds, part_id=part_id, graph_name=config["graph_name"])
+    except ValueError as exc:
+        raise ConfigError(f"partition config {config_path!r}: {exc}") from None
+    if book.num_nodes() != config["num_nodes"] or book.num_edges() != config["num_edges"]:
+        raise ConfigError(
+            f"partition config {config_path!r}: ranges end at {book.num_nodes()} nodes / "
+            f"{book.num_edges()} edges but num_nodes={config['num_nodes']}, num_edges={config['num_edges']}"
+        )
+    return book
 
 
 def load_partition_book(config_path: str, part_id: int = 0) -> RangePartitionBook:
@@ -149,12 +178,15 @@ def _open(path: str) -> np.ndarray:
     return np.load(path, mmap_mode="r", allow_pickle=False)
 
 
-def _schemes(section: dict[str, Any]) -> dict[str, FeatureScheme]:
+def _schemes(section: dict[str, Any]) -> dict[str, dict[str, FeatureScheme]]:
     return {
-        name: FeatureScheme(
-            name=name, dtype=spec["dtype"], shape=tuple(int(d) for d in spec.get("shape", []))
-        )
-        for name, spec in section.items()
+        type_key: {
+            name: FeatureScheme(
+                name=name, dtype=spec["dtype"], shape=tuple(int(d) for d in spec.get("shape", []))
+            )
+            for name, spec in features.items()
+        }
+        for type_key, features in section.items()
     }
 
 
@@ -167,12 +199,10 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
 
     Returns:
         A :class:`~graphstore.partition.types.PartitionData`: the partition book (``partid == part_id``),
-        the owned node range ``[node_start, node_end)`` and edge range ``[edge_start, edge_end)``, the
-        in-edge CSR (``in_indptr`` over local destinations, ``in_src`` global sources; the edge at position
-        ``j`` has global ID ``edge_start + j``), the out-edge CSR (``out_indptr`` over local sources,
-        ``out_dst``/``out_eid`` global), the original IDs ``orig_nid``/``orig_eid`` of the local nodes and
-        edges, and the feature arrays (storage dtype: bfloat16 as uint16) with their schemes. All arrays
-        are read-only ``np.memmap`` views of the files.
+        the schema, the owned homogeneous node and edge ranges with the per-type layout inside them,
+        the in- and out-edge CSR of every edge type, the original per-type IDs of the local nodes and
+        edges, and the feature arrays of every type (storage dtype: bfloat16 as uint16) with their
+        schemes. All arrays are read-only ``np.memmap`` views of the files.
 
     Raises:
         FileNotFoundError: the config or a partition file is missing.
@@ -183,37 +213,25 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
     _check_part_id(part_id, config, config_path)
     part_id = int(part_id)
     book = book_from_config(config, part_id, config_path)
+    schema = book.schema
     base = os.path.dirname(os.path.abspath(config_path))
     part_dir = os.path.join(base, config["parts"][part_id]["path"])
     arrays = {name: _open(os.path.join(part_dir, f"{name}.npy")) for name in STRUCTURE_ARRAYS}
     node_start, node_end = book.node_range(part_id)
     edge_start, edge_end = book.edge_range(part_id)
-    n_local, e_local = node_end - node_start, edge_end - edge_start
-    expected = {
-        "in_indptr": n_local + 1,
-        "in_src": e_local,
-        "out_indptr": n_local + 1,
-        "orig_nid": n_local,
-        "orig_eid": e_local,
-    }
-    for name, rows in expected.items():
-        if arrays[name].shape[0] != rows:
-            raise ConfigError(
-                f"partition {part_id} of {config_path!r}: {name}.npy has {arrays[name].shape[0]} rows, "
-                f"expected {rows}"
-            )
-    node_schemes = _schemes(config.get("node_feats", {}))
-    edge_schemes = _schemes(config.get("edge_feats", {}))
-    node_feats = _load_feats(part_dir, NODE_FEAT_DIR, node_schemes, n_local, part_id, config_path)
-    edge_feats = _load_feats(part_dir, EDGE_FEAT_DIR, edge_schemes, e_local, part_id, config_path)
-    return PartitionData(
+    ntype_offsets = np.concatenate(([0], np.cumsum(book.ntype_counts[part_id]))).astype(np.int64)
+    etype_offsets = np.concatenate(([0], np.cumsum(book.etype_counts[part_id]))).astype(np.int64)
+    data = PartitionData(
         part_id=part_id,
         graph_name=config["graph_name"],
         book=book,
+        schema=schema,
         node_start=node_start,
         node_end=node_end,
         edge_start=edge_start,
         edge_end=edge_end,
+        ntype_offsets=ntype_offsets,
+        etype_offsets=etype_offsets,
         in_indptr=arrays["in_indptr"],
         in_src=arrays["in_src"],
         out_indptr=arrays["out_indptr"],
@@ -221,25 +239,53 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
         out_eid=arrays["out_eid"],
         orig_nid=arrays["orig_nid"],
         orig_eid=arrays["orig_eid"],
-        node_feats=node_feats,
-        edge_feats=edge_feats,
-        node_schemes=node_schemes,
-        edge_schemes=edge_schemes,
         config_path=os.path.abspath(config_path),
     )
+    in_len, out_len = data.expected_indptr_lengths()
+    expected = {
+        "in_indptr": in_len,
+        "in_src": data.num_local_edges,
+        "out_indptr": out_len,
+        "orig_nid": data.num_local_nodes,
+        "orig_eid": data.num_local_edges,
+    }
+    for name, rows in expected.items():
+        if arrays[name].shape[0] != rows:
+            raise ConfigError(
+                f"partition {part_id} of {config_path!r}: {name}.npy has {arrays[name].shape[0]} rows, "
+                f"expected {rows}"
+            )
+    data.node_schemes = _schemes(config.get("node_feats", {}))
+    data.edge_schemes = _schemes(config.get("edge_feats", {}))
+    node_rows = {t: int(book.ntype_counts[part_id][schema.ntype_id(t)]) for t in data.node_schemes}
+    edge_rows = {k: int(book.etype_counts[part_id][schema.etype_id(k)]) for k in data.edge_schemes}
+    data.node_feats = _load_feats(
+        part_dir, NODE_FEAT_DIR, schema, data.node_schemes, node_rows, part_id, config_path
+    )
+    data.edge_feats = _load_feats(
+        part_dir, EDGE_FEAT_DIR, schema, data.edge_schemes, edge_rows, part_id, config_path
+    )
+    return data
 
 
 def _load_feats(
-    part_dir: str, sub: str, schemes: dict[str, FeatureScheme], rows: int, part_id: int, config_path: str
-) -> dict[str, np.ndarray]:
-    feats = {}
-    for name, scheme in schemes.items():
-        arr = _open(os.path.join(part_dir, sub, f"{name}.npy"))
-        storage = BY_NAME[scheme.dtype].storage
-        if arr.shape != (rows, *scheme.shape) or arr.dtype != storage:
-            raise ConfigError(
-                f"partition {part_id} of {config_path!r}: {sub}/{name}.npy is {arr.dtype}{list(arr.shape)}, "
-                f"expected {storage}{[rows, *scheme.shape]}"
-            )
-        feats[name] = arr
+    part_dir: str,
+    sub: str,
+    schema: GraphSchema,
+    schemes: dict[str, dict[str, FeatureScheme]],
+    rows: dict[str, int],
+    part_id: int,
+    config_path: str,
+) -> dict[str, dict[str, np.ndarray]]:
+    feats: dict[str, dict[str, np.ndarray]] = {}
+    for type_key, features in schemes.items():
+        for name, scheme in features.items():
+            arr = _open(feature_file(part_dir, sub, schema, type_key, name))
+            storage = BY_NAME[scheme.dtype].storage
+            if arr.shape != (rows[type_key], *scheme.shape) or arr.dtype != storage:
+                raise ConfigError(
+                    f"partition {part_id} of {config_path!r}: {sub}/{type_key}/{name}.npy is "
+                    f"{arr.dtype}{list(arr.shape)}, expected {storage}{[rows[type_key], *scheme.shape]}"
+                )
+            feats.setdefault(type_key, {})[name] = arr
     return feats

@@ -17,16 +17,21 @@ only node-sized arrays and, in a temporary file, one edge array sit outside it.
 
 from __future__ import annotations
 
-import os
-import tempfile
-import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-EDGE_CHUNK = 1 << 22
-FEAT_CHUNK = 1 << 17
+from graphstore.partition.generate_npz import atomic_npz, write_edge_members
+from graphstore.partition.generate_sampling import (
+    EDGE_CHUNK,
+    FEAT_CHUNK,
+    CommunityTable,
+    capped_pareto_popularity,
+    class_centers,
+    collect_edges,
+    feature_chunks,
+    relation_edge_chunks,
+)
 
 
 @dataclass(frozen=True)
@@ -89,12 +94,8 @@ class GeneratorConfig:
 
 @dataclass
 class _NodeModel:
-    community: np.ndarray  # int64 [N]
+    table: CommunityTable  # communities and popularity of all nodes
     label: np.ndarray  # int64 [N]
-    order: np.ndarray  # node IDs sorted by community
-    cum_weight: np.ndarray  # float64 [N], cumulative popularity along ``order``
-    community_start: np.ndarray  # first position in ``order`` of each community
-    community_end: np.ndarray
     centers: np.ndarray  # float32 [C, F]
     split: np.ndarray  # float64 [N] uniform draw deciding train / val / test
 
@@ -105,80 +106,24 @@ def _node_model(cfg: GeneratorConfig) -> _NodeModel:
     num_communities = max(1, min(cfg.num_classes * cfg.communities_per_class, n))
     community = rng.integers(0, num_communities, n)
     label = community % cfg.num_classes
-    # Pareto popularity, capped so that no node's expected degree exceeds ~sqrt(E).
-    popularity = (1.0 - rng.random(n)) ** (-1.0 / (cfg.power_law_exponent - 1.0))
-    cap = max(1.0, np.sqrt(max(cfg.num_edges, 1)) / max(cfg.avg_degree, 1e-9) * popularity.mean())
-    np.minimum(popularity, cap, out=popularity)
-    order = np.argsort(community, kind="stable")
-    cum_weight = np.cumsum(popularity[order])
-    sizes = np.bincount(community, minlength=num_communities)
-    community_end = np.cumsum(sizes)
-    community_start = community_end - sizes
-    centers = rng.standard_normal((cfg.num_classes, cfg.feat_dim))
-    centers *= cfg.feat_signal / np.maximum(np.linalg.norm(centers, axis=1, keepdims=True), 1e-12)
-    centers = centers.astype(np.float32)
+    cap_ratio = np.sqrt(max(cfg.num_edges, 1)) / max(cfg.avg_degree, 1e-9)
+    popularity = capped_pareto_popularity(rng, n, cfg.power_law_exponent, cap_ratio)
+    table = CommunityTable.build(community, popularity, num_communities)
+    centers = class_centers(rng, cfg.num_classes, cfg.feat_dim, cfg.feat_signal)
     split = rng.random(n)
-    return _NodeModel(
-        community=community,
-        label=label.astype(np.int64),
-        order=order,
-        cum_weight=cum_weight,
-        community_start=community_start,
-        community_end=community_end,
-        centers=centers,
-        split=split,
+    return _NodeModel(table=table, label=label.astype(np.int64), centers=centers, split=split)
+
+
+def _edge_chunks(cfg: GeneratorConfig, model: _NodeModel):
+    """(src, dst) int64 chunks; chunk ``i`` is seeded by (seed, 1, i)."""
+    return relation_edge_chunks(
+        model.table, model.table, cfg.num_edges, cfg.homophily, (cfg.seed, 1), chunk=EDGE_CHUNK
     )
 
 
-def _draw_by_weight(
-    model: _NodeModel, rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray
-) -> np.ndarray:
-    """Draw one node per entry from positions ``[lo, hi)`` of ``model.order``, by popularity."""
-    cum = model.cum_weight
-    base = np.where(lo > 0, cum[np.maximum(lo - 1, 0)], 0.0)
-    r = base + rng.random(lo.size) * (cum[hi - 1] - base)
-    # Binary search with sorted keys walks the table in order; random keys miss the cache at every
-    # step and are ~100x slower on a table of millions of nodes.
-    perm = np.argsort(r)
-    pos = np.empty(r.size, dtype=np.int64)
-    pos[perm] = np.searchsorted(cum, r[perm], side="right")
-    np.clip(pos, lo, hi - 1, out=pos)
-    return model.order[pos]
-
-
-def _edge_chunks(cfg: GeneratorConfig, model: _NodeModel) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """Yield (src, dst) int64 chunks; chunk ``i`` is seeded by (seed, 1, i)."""
-    n = cfg.num_nodes
-    total = cfg.num_edges
-    everyone_lo = np.zeros(1, dtype=np.int64)
-    everyone_hi = np.full(1, n, dtype=np.int64)
-    for index, start in enumerate(range(0, total, EDGE_CHUNK)):
-        size = min(EDGE_CHUNK, total - start)
-        rng = np.random.default_rng([cfg.seed, 1, index])
-        dst = _draw_by_weight(model, rng, np.repeat(everyone_lo, size), np.repeat(everyone_hi, size))
-        local = rng.random(size) < cfg.homophily
-        comm = model.community[dst]
-        lo = np.where(local, model.community_start[comm], 0)
-        hi = np.where(local, model.community_end[comm], n)
-        src = _draw_by_weight(model, rng, lo, hi)
-        loops = src == dst
-        if loops.any():
-            src[loops] = _draw_by_weight(
-                model, rng, np.zeros(int(loops.sum()), np.int64), np.full(int(loops.sum()), n)
-            )
-            still = src == dst
-            src[still] = (src[still] + 1) % n
-        yield src, dst
-
-
-def _feat_chunks(cfg: GeneratorConfig, model: _NodeModel) -> Iterator[np.ndarray]:
-    """Yield float32 feature row chunks; chunk ``i`` is seeded by (seed, 2, i)."""
-    for index, start in enumerate(range(0, cfg.num_nodes, FEAT_CHUNK)):
-        end = min(cfg.num_nodes, start + FEAT_CHUNK)
-        rng = np.random.default_rng([cfg.seed, 2, index])
-        rows = rng.standard_normal((end - start, cfg.feat_dim), dtype=np.float32)
-        rows += model.centers[model.label[start:end]]
-        yield rows
+def _feat_chunks(cfg: GeneratorConfig, model: _NodeModel):
+    """float32 feature row chunks; chunk ``i`` is seeded by (seed, 2, i)."""
+    return feature_chunks(model.label, model.centers, (cfg.seed, 2), chunk=FEAT_CHUNK)
 
 
 def _masks(cfg: GeneratorConfig, model: _NodeModel) -> dict[str, np.ndarray]:
@@ -203,58 +148,16 @@ def generate_graph(cfg: GeneratorConfig) -> dict[str, np.ndarray]:
     """
     cfg.validate()
     model = _node_model(cfg)
-    src_parts, dst_parts = [], []
-    for src, dst in _edge_chunks(cfg, model):
-        src_parts.append(src)
-        dst_parts.append(dst)
-    empty = np.zeros(0, dtype=np.int64)
+    src, dst = collect_edges(_edge_chunks(cfg, model))
     feats = list(_feat_chunks(cfg, model))
     return {
-        "src": np.concatenate(src_parts) if src_parts else empty,
-        "dst": np.concatenate(dst_parts) if dst_parts else empty,
+        "src": src,
+        "dst": dst,
         "feat": np.concatenate(feats) if feats else np.zeros((cfg.num_nodes, cfg.feat_dim), np.float32),
         "label": model.label,
-        "community": model.community.astype(np.int64),
+        "community": model.table.community.astype(np.int64),
         **_masks(cfg, model),
     }
-
-
-class _NpzStream:
-    """Writes ``.npy`` members into an uncompressed zip (an ``.npz``), each from a stream of chunks."""
-
-    def __init__(self, path: str):
-        self._zip = zipfile.ZipFile(path, mode="w", compression=zipfile.ZIP_STORED, allowZip64=True)
-
-    def write(self, name: str, dtype: np.dtype, shape: tuple[int, ...], chunks) -> None:
-        header = {
-            "descr": np.lib.format.dtype_to_descr(np.dtype(dtype)),
-            "fortran_order": False,
-            "shape": shape,
-        }
-        with self._zip.open(f"{name}.npy", mode="w", force_zip64=True) as member:
-            np.lib.format.write_array_header_2_0(member, header)
-            written = 0
-            for chunk in chunks:
-                chunk = np.ascontiguousarray(chunk, dtype=dtype)
-                member.write(memoryview(chunk).cast("B"))
-                written += chunk.shape[0] if chunk.ndim else 1
-        expected = shape[0] if shape else 1
-        if written != expected:
-            raise RuntimeError(f"npz member {name!r}: wrote {written} rows, expected {expected}")
-
-    def close(self) -> None:
-        self._zip.close()
-
-
-def _sources_keeping_destinations(
-    chunks: Iterator[tuple[np.ndarray, np.ndarray]], dst_store: np.ndarray
-) -> Iterator[np.ndarray]:
-    """Yield the source chunks while storing the destination chunks, in order, into ``dst_store``."""
-    offset = 0
-    for src, dst in chunks:
-        dst_store[offset : offset + dst.size] = dst
-        offset += dst.size
-        yield src
 
 
 def write_generated_graph(cfg: GeneratorConfig, out_path: str, overwrite: bool = False) -> dict[str, tuple]:
@@ -277,48 +180,15 @@ def write_generated_graph(cfg: GeneratorConfig, out_path: str, overwrite: bool =
         FileExistsError: ``out_path`` exists and not ``overwrite``.
     """
     cfg.validate()
-    if not out_path.endswith(".npz"):
-        raise ValueError(f"output path must end in .npz, got {out_path!r}")
-    if os.path.exists(out_path) and not overwrite:
-        raise FileExistsError(f"output file {out_path!r} exists; pass overwrite=True (--overwrite)")
-    folder = os.path.dirname(os.path.abspath(out_path))
-    os.makedirs(folder, exist_ok=True)
-    model = _node_model(cfg)
     e, n, f = cfg.num_edges, cfg.num_nodes, cfg.feat_dim
-    fd, tmp_npz = tempfile.mkstemp(prefix=".gen-", suffix=".npz.tmp", dir=folder)
-    os.close(fd)
-    fd, tmp_dst = tempfile.mkstemp(prefix=".gen-dst-", suffix=".npy", dir=folder)
-    os.close(fd)
-    try:
-        if e:
-            dst_store = np.lib.format.open_memmap(tmp_dst, mode="w+", dtype=np.int64, shape=(e,))
-        else:
-            dst_store = np.zeros(0, dtype=np.int64)
-        writer = _NpzStream(tmp_npz)
-        try:
-            writer.write(
-                "src", np.int64, (e,), _sources_keeping_destinations(_edge_chunks(cfg, model), dst_store)
-            )
-            if isinstance(dst_store, np.memmap):
-                dst_store.flush()
-            dst_chunks = (dst_store[i : i + EDGE_CHUNK] for i in range(0, e, EDGE_CHUNK))
-            writer.write("dst", np.int64, (e,), dst_chunks)
-            writer.write("feat", np.float32, (n, f), _feat_chunks(cfg, model))
-            writer.write("label", np.int64, (n,), [model.label])
-            writer.write("community", np.int64, (n,), [model.community])
-            for name, mask in _masks(cfg, model).items():
-                writer.write(name, np.bool_, (n,), [mask])
-        finally:
-            writer.close()
-        os.chmod(tmp_npz, 0o644)  # mkstemp's 0600 would hide the graph from other users
-        os.replace(tmp_npz, out_path)
-    except BaseException:
-        if os.path.exists(tmp_npz):
-            os.unlink(tmp_npz)
-        raise
-    finally:
-        if os.path.exists(tmp_dst):
-            os.unlink(tmp_dst)
+    with atomic_npz(out_path, overwrite) as (writer, folder):
+        model = _node_model(cfg)
+        write_edge_members(writer, _edge_chunks(cfg, model), e, folder, ("src", "dst"), chunk=EDGE_CHUNK)
+        writer.write("feat", np.float32, (n, f), _feat_chunks(cfg, model))
+        writer.write("label", np.int64, (n,), [model.label])
+        writer.write("community", np.int64, (n,), [model.table.community])
+        for name, mask in _masks(cfg, model).items():
+            writer.write(name, np.bool_, (n,), [mask])
     return {
         "src": (e,),
         "dst": (e,),

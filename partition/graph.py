@@ -4,7 +4,9 @@ An input ``.npz`` holds ``src`` and ``dst`` (integer arrays of length E), option
 (a scalar), and any number of node arrays (first dimension N: ``feat``, ``label``, ``train_mask``...)
 and edge arrays (first dimension E). Whether an array belongs to the nodes or the edges is decided
 by its length; when N == E it is taken as a node array. N is ``num_nodes`` when given, else the
-length of the node arrays, else ``max(src, dst) + 1``.
+length of the node arrays, else ``max(src, dst) + 1``. A typed graph uses its own key convention
+(``num_nodes/<ntype>``, ``node/<ntype>/<name>``, ``edge/<src>:<etype>:<dst>/...``; see
+:mod:`graphstore.partition.typed_input`).
 
 Members of an uncompressed ``.npz`` (what ``np.savez`` and ``graphstore generate`` write) are
 memory-mapped instead of read, so a graph larger than RAM's comfort zone costs only what is touched.
@@ -23,29 +25,96 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, GraphSchema, etype_key
+
 EDGE_LIST_SUFFIXES = (".txt", ".csv", ".tsv", ".el", ".edges", ".edgelist")
 
 
 @dataclass
 class GraphData:
-    """A homogeneous directed graph with node and edge arrays.
+    """A graph with typed nodes and edges, held in the homogeneous form the partitioner works on.
+
+    Node type ``t``'s per-type ID ``i`` is the homogeneous input ID ``node_offsets[t] + i`` (the types
+    lie one after another in type-ID order); the edges of type ``e`` are the positions
+    ``[edge_offsets[e], edge_offsets[e+1])`` of ``src`` / ``dst``. A homogeneous graph is the one-type
+    case; build it with :meth:`homogeneous`.
 
     Attributes:
-        num_nodes: number of nodes N.
-        src, dst: int64 arrays of length E (edge ``i`` goes ``src[i] -> dst[i]``).
-        node_data: arrays whose first dimension is N, by name.
-        edge_data: arrays whose first dimension is E, by name.
+        schema: the node and edge types.
+        nodes_per_type: node count of each node type.
+        src, dst: int64 [E] homogeneous input IDs (edge ``i`` goes ``src[i] -> dst[i]``).
+        node_data: ``{ntype: {name: array}}``, arrays whose first dimension is the type's node count.
+        edge_data: ``{"src:etype:dst": {name: array}}``, arrays whose first dimension is the type's edge
+            count.
     """
 
-    num_nodes: int
+    schema: GraphSchema
+    nodes_per_type: tuple[int, ...]
     src: np.ndarray
     dst: np.ndarray
-    node_data: dict[str, np.ndarray] = field(default_factory=dict)
-    edge_data: dict[str, np.ndarray] = field(default_factory=dict)
+    node_data: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    edge_data: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    edges_per_type: tuple[int, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.nodes_per_type = tuple(int(n) for n in self.nodes_per_type)
+        if self.edges_per_type is None:
+            self.edges_per_type = (int(np.asarray(self.src).shape[0]),)
+        self.edges_per_type = tuple(int(n) for n in self.edges_per_type)
+
+    @classmethod
+    def homogeneous(
+        cls,
+        num_nodes: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        node_data: dict[str, np.ndarray] | None = None,
+        edge_data: dict[str, np.ndarray] | None = None,
+    ) -> GraphData:
+        """A one-type graph (``_N``, ``_E``) from its edges and its node / edge arrays by name."""
+        return cls(
+            schema=GraphSchema(),
+            nodes_per_type=(int(num_nodes),),
+            src=src,
+            dst=dst,
+            node_data={DEFAULT_NTYPE: dict(node_data or {})},
+            edge_data={etype_key(DEFAULT_CANONICAL_ETYPE): dict(edge_data or {})},
+            edges_per_type=(int(np.asarray(src).shape[0]),),
+        )
+
+    @property
+    def num_nodes(self) -> int:
+        return int(sum(self.nodes_per_type))
 
     @property
     def num_edges(self) -> int:
         return int(self.src.shape[0])
+
+    @property
+    def node_offsets(self) -> np.ndarray:
+        """int64 [num_ntypes + 1]: the homogeneous input ID where each node type starts."""
+        return np.concatenate(([0], np.cumsum(self.nodes_per_type))).astype(np.int64)
+
+    @property
+    def edge_offsets(self) -> np.ndarray:
+        """int64 [num_etypes + 1]: the position in ``src`` / ``dst`` where each edge type starts."""
+        return np.concatenate(([0], np.cumsum(self.edges_per_type))).astype(np.int64)
+
+    def node_type_of(self) -> np.ndarray:
+        """int64 [N]: the type ID of every node, in homogeneous input order."""
+        return np.repeat(np.arange(len(self.nodes_per_type), dtype=np.int64), self.nodes_per_type)
+
+    def edge_type_of(self) -> np.ndarray:
+        """int64 [E]: the type ID of every edge, in input order."""
+        return np.repeat(np.arange(len(self.edges_per_type), dtype=np.int64), self.edges_per_type)
+
+    def node_arrays(self) -> list[tuple[str, str, np.ndarray]]:
+        """Every node array as ``(ntype, name, array)``."""
+        return [(t, name, a) for t, arrays in self.node_data.items() for name, a in arrays.items()]
+
+    def edge_arrays(self) -> list[tuple[str, str, np.ndarray]]:
+        """Every edge array as ``("src:etype:dst", name, array)``."""
+        return [(t, name, a) for t, arrays in self.edge_data.items() for name, a in arrays.items()]
 
     def validate(self) -> None:
         """Check lengths, dtypes and ID ranges.
@@ -69,35 +138,61 @@ def validate_graph(graph: GraphData) -> None:
     """Validate a :class:`GraphData` (see :meth:`GraphData.validate`).
 
     Raises:
-        ValueError: arrays of mismatched length, non-integer IDs, IDs < 0 or >= num_nodes, num_nodes < 1.
+        ValueError: arrays of mismatched length, non-integer IDs, IDs outside their type's range, a
+            graph without nodes.
     """
-    if int(graph.num_nodes) < 1:
+    schema = graph.schema
+    if len(graph.nodes_per_type) != len(schema.ntypes) or len(graph.edges_per_type) != len(
+        schema.canonical_etypes
+    ):
+        raise ValueError("nodes_per_type / edges_per_type must give one count per node / edge type")
+    if graph.num_nodes < 1:
         raise ValueError(f"num_nodes must be >= 1, got {graph.num_nodes}")
     _check_id_array("src", graph.src)
     _check_id_array("dst", graph.dst)
     if graph.src.shape[0] != graph.dst.shape[0]:
         raise ValueError(f"src and dst differ in length: {graph.src.shape[0]} != {graph.dst.shape[0]}")
-    for name, ids in (("src", graph.src), ("dst", graph.dst)):
-        if ids.size == 0:
-            continue
-        lo, hi = int(ids.min()), int(ids.max())
-        if lo < 0:
-            raise ValueError(f"{name} has node ID {lo} < 0")
-        if hi >= graph.num_nodes:
-            raise ValueError(f"{name} has node ID {hi} >= num_nodes={graph.num_nodes}")
-    for name, arr in graph.node_data.items():
-        if arr.ndim == 0 or arr.shape[0] != graph.num_nodes:
-            raise ValueError(f"node array {name!r} has shape {arr.shape}; expected {graph.num_nodes} rows")
-    for name, arr in graph.edge_data.items():
-        if arr.ndim == 0 or arr.shape[0] != graph.num_edges:
-            raise ValueError(f"edge array {name!r} has shape {arr.shape}; expected {graph.num_edges} rows")
-    clash = set(graph.node_data) & set(graph.edge_data)
-    if clash:
-        raise ValueError(f"names used for both node and edge arrays: {sorted(clash)}")
+    if sum(graph.edges_per_type) != graph.num_edges:
+        raise ValueError(f"edges_per_type {graph.edges_per_type} do not add up to {graph.num_edges} edges")
+    offsets, edge_offsets = graph.node_offsets, graph.edge_offsets
+    for e, canonical in enumerate(schema.canonical_etypes):
+        where = "" if schema.is_homogeneous else f" of edge type {etype_key(canonical)}"
+        for end_name, ids, ntype in (("src", graph.src, canonical[0]), ("dst", graph.dst, canonical[2])):
+            t = schema.ntype_id(ntype)
+            piece = ids[edge_offsets[e] : edge_offsets[e + 1]]
+            if piece.size == 0:
+                continue
+            lo, hi = int(piece.min()) - int(offsets[t]), int(piece.max()) - int(offsets[t])
+            if lo < 0:
+                raise ValueError(f"{end_name}{where} has node ID {lo} < 0")
+            if hi >= graph.nodes_per_type[t]:
+                raise ValueError(
+                    f"{end_name}{where} has node ID {hi} >= num_nodes={graph.nodes_per_type[t]}"
+                    + ("" if schema.is_homogeneous else f" of node type {ntype!r}")
+                )
+    for ntype, arrays in graph.node_data.items():
+        rows = graph.nodes_per_type[schema.ntype_id(ntype)]
+        for name, arr in arrays.items():
+            if arr.ndim == 0 or arr.shape[0] != rows:
+                label = repr(name) if schema.is_homogeneous else f"{ntype}/{name}"
+                raise ValueError(f"node array {label} has shape {arr.shape}; expected {rows} rows")
+    for key, arrays in graph.edge_data.items():
+        rows = graph.edges_per_type[schema.etype_id(key)]
+        for name, arr in arrays.items():
+            if arr.ndim == 0 or arr.shape[0] != rows:
+                label = repr(name) if schema.is_homogeneous else f"{key}/{name}"
+                raise ValueError(f"edge array {label} has shape {arr.shape}; expected {rows} rows")
+    if schema.is_homogeneous:
+        node_names = set(next(iter(graph.node_data.values()), {}))
+        edge_names = set(next(iter(graph.edge_data.values()), {}))
+        clash = node_names & edge_names
+        if clash:
+            raise ValueError(f"names used for both node and edge arrays: {sorted(clash)}")
 
 
 def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = None) -> GraphData:
-    """Build a :class:`GraphData` from a dict shaped like an input ``.npz``.
+    """Build a :class:`GraphData` from a dict shaped like an input ``.npz``: homogeneous (below) or in the
+    typed convention of :mod:`graphstore.partition.typed_input`.
 
     Args:
         arrays: ``src``, ``dst``, optional ``num_nodes``, and node / edge arrays by name.
@@ -109,6 +204,12 @@ def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = Non
     Raises:
         ValueError: missing ``src``/``dst``, or an array whose length is neither N nor E.
     """
+    from graphstore.partition.typed_input import graph_from_typed_arrays, is_typed_input
+
+    if is_typed_input(arrays):
+        if num_nodes is not None:
+            raise ValueError("num_nodes does not apply to a typed graph: give num_nodes/<ntype> arrays")
+        return graph_from_typed_arrays(arrays)
     missing = [k for k in ("src", "dst") if k not in arrays]
     if missing:
         raise ValueError(f"graph is missing required arrays {missing}; has {sorted(arrays)}")
@@ -155,7 +256,7 @@ def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = Non
                 f"array {name!r} has {arr.shape[0]} rows; "
                 f"expected num_nodes={num_nodes} or num_edges={num_edges}"
             )
-    graph = GraphData(num_nodes=num_nodes, src=src, dst=dst, node_data=node_data, edge_data=edge_data)
+    graph = GraphData.homogeneous(num_nodes, src, dst, node_data, edge_data)
     validate_graph(graph)
     return graph
 

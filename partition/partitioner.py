@@ -46,13 +46,17 @@ class PartitionResult:
         edge_cut: fraction of directed edges whose endpoints lie in different partitions.
         part_nodes, part_edges: nodes and (in-)edges per partition.
         part_train_nodes: training nodes per partition (empty without a ``train_mask`` node array).
+        part_type_nodes: per node type, its nodes in each partition.
         assign_seconds: time to compute the assignment (METIS with its symmetrization, or random).
         timings: seconds per step: ``load``, ``symmetrize``, ``metis`` (METIS alone), ``balance_repair``,
             ``relabel``, ``write``.
         total_seconds: end to end, files written.
         peak_rss_bytes: peak resident memory of this process so far.
-        orig_nid: int64 [N], original node ID of each new node ID.
+        orig_nid: int64 [N], original node ID of each new node ID (homogeneous IDs; on a typed graph
+            the input's homogeneous IDs, types one after another).
         orig_eid: int64 [E], original edge ID of each new edge ID.
+        orig_nids_per_type: per node type, the original per-type ID of each new per-type ID.
+        orig_eids_per_type: per canonical edge type (``"src:etype:dst"``), the same for edges.
     """
 
     config_path: str
@@ -64,18 +68,21 @@ class PartitionResult:
     part_nodes: list[int]
     part_edges: list[int]
     part_train_nodes: list[int] = field(default_factory=list)
+    part_type_nodes: dict[str, list[int]] = field(default_factory=dict)
     assign_seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     total_seconds: float = 0.0
     peak_rss_bytes: int = 0
     orig_nid: np.ndarray | None = field(default=None, repr=False)
     orig_eid: np.ndarray | None = field(default=None, repr=False)
+    orig_nids_per_type: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    orig_eids_per_type: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def stats(self) -> dict:
         """The figures as a json-serializable dict (without the ID maps)."""
         out = asdict(self)
-        out.pop("orig_nid")
-        out.pop("orig_eid")
+        for key in ("orig_nid", "orig_eid", "orig_nids_per_type", "orig_eids_per_type"):
+            out.pop(key)
         return out
 
 
@@ -188,8 +195,8 @@ def partition_graph(
         )
     check_num_parts(num_parts, graph.num_nodes)
     dtype_names = {
-        **{("node", k): storage_dtype_name(v, k, feat_dtype) for k, v in graph.node_data.items()},
-        **{("edge", k): storage_dtype_name(v, k, feat_dtype) for k, v in graph.edge_data.items()},
+        **{("node", t, k): storage_dtype_name(v, k, feat_dtype) for t, k, v in graph.node_arrays()},
+        **{("edge", t, k): storage_dtype_name(v, k, feat_dtype) for t, k, v in graph.edge_arrays()},
     }
 
     assign_start = time.perf_counter()
@@ -197,13 +204,19 @@ def partition_graph(
     assign_seconds = time.perf_counter() - assign_start
     logger.info("assigned %d nodes to %d partitions in %.2fs", graph.num_nodes, num_parts, assign_seconds)
     edge_cut = edge_cut_fraction(graph.src, graph.dst, part)
-    train_counts: list[int] = []
-    if "train_mask" in graph.node_data:
-        train = np.asarray(graph.node_data["train_mask"]).astype(bool)
-        train_counts = np.bincount(part[train], minlength=num_parts).tolist()
+    train_counts = _train_counts(graph, part, num_parts)
 
     step = time.perf_counter()
-    labels = relabel(part, graph.src, graph.dst, num_parts)
+    labels = relabel(
+        part,
+        graph.src,
+        graph.dst,
+        num_parts,
+        node_type=graph.node_type_of(),
+        num_ntypes=len(graph.schema.ntypes),
+        edge_type=graph.edge_type_of(),
+        num_etypes=len(graph.schema.canonical_etypes),
+    )
     del part
     timings["relabel"] = time.perf_counter() - step
 
@@ -227,13 +240,55 @@ def partition_graph(
         part_nodes=np.diff(labels.node_bounds).tolist(),
         part_edges=np.diff(labels.edge_bounds).tolist(),
         part_train_nodes=train_counts,
+        part_type_nodes={
+            ntype: labels.ntype_counts[:, t].tolist() for t, ntype in enumerate(graph.schema.ntypes)
+        },
         assign_seconds=assign_seconds,
         timings={k: round(v, 3) for k, v in timings.items()},
         total_seconds=time.perf_counter() - start_time,
         peak_rss_bytes=peak_rss_bytes(),
         orig_nid=labels.orig_nid,
         orig_eid=labels.orig_eid,
+        **_per_type_mappings(graph, labels),
     )
+
+
+def _per_type_mappings(graph: GraphData, labels) -> dict[str, dict[str, np.ndarray]]:
+    """New per-type ID -> original per-type ID, for every node and edge type (DGL's ``return_mapping``)."""
+    from graphstore.partition.book import RangePartitionBook
+    from graphstore.types import etype_key
+
+    book = RangePartitionBook(
+        labels.node_bounds,
+        labels.edge_bounds,
+        schema=graph.schema,
+        ntype_counts=labels.ntype_counts,
+        etype_counts=labels.etype_counts,
+    )
+    schema = graph.schema
+    nodes, edges = {}, {}
+    for t, ntype in enumerate(schema.ntypes):
+        homo = book.map_to_homo_nid(np.arange(graph.nodes_per_type[t], dtype=np.int64), ntype)
+        nodes[ntype] = labels.orig_nid[homo] - graph.node_offsets[t]
+    for e, canonical in enumerate(schema.canonical_etypes):
+        homo = book.map_to_homo_eid(np.arange(graph.edges_per_type[e], dtype=np.int64), canonical)
+        edges[etype_key(canonical)] = labels.orig_eid[homo] - graph.edge_offsets[e]
+    return {"orig_nids_per_type": nodes, "orig_eids_per_type": edges}
+
+
+def _train_counts(graph: GraphData, part: np.ndarray, num_parts: int) -> list[int]:
+    """Training nodes (``train_mask`` of any type) per partition; empty without a ``train_mask``."""
+    counts = np.zeros(num_parts, dtype=np.int64)
+    found = False
+    offsets = graph.node_offsets
+    for ntype, name, arr in graph.node_arrays():
+        if name != "train_mask":
+            continue
+        found = True
+        t = graph.schema.ntype_id(ntype)
+        train = np.flatnonzero(np.asarray(arr).astype(bool)) + offsets[t]
+        counts += np.bincount(part[train], minlength=num_parts)
+    return counts.tolist() if found else []
 
 
 def _describe_balance(balance_ntypes) -> object:

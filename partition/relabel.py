@@ -1,9 +1,13 @@
-"""New node and edge IDs for a partitioned graph: each partition owns one contiguous range of each.
+"""New node and edge IDs for a partitioned graph: each partition owns one contiguous range of each,
+and inside it, one contiguous range per type.
 
-Nodes are relabeled so partition ``k`` owns one contiguous ID range (stable: within a partition,
-original order); each edge goes to its destination's partition and edges are relabeled so that,
-inside a partition, they are sorted by destination (the position in the in-edge CSR is the edge ID).
-The out-edge CSR of every partition's own nodes is built from the same relabeling.
+Nodes are relabeled so partition ``k`` owns one contiguous ID range, stable within the partition
+(original order). The input's homogeneous IDs are type-major (type 0's nodes first), so inside a
+partition the node types come out one after the other in type-ID order. Each edge goes to its
+destination's partition; inside a partition edges are sorted by (edge type, new destination), so the
+edges of one type form an in-edge CSR over the destination type's nodes (the position is the edge ID).
+The out-edges of every partition's own nodes are ordered by (edge type, new source) the same way.
+A homogeneous graph (one type of each) gets exactly the order "sorted by destination".
 """
 
 from __future__ import annotations
@@ -21,74 +25,157 @@ class Relabeling:
     """New IDs of a partitioned graph.
 
     Attributes:
-        node_bounds, edge_bounds: ``num_parts + 1`` range boundaries.
-        orig_nid: int64 [N], original ID of each new node ID.
-        orig_eid: int64 [E], original ID of each new edge ID.
-        new_src, new_dst: int64 [E], new endpoint IDs indexed by new edge ID (``new_dst`` is sorted).
-        in_indptr: int64 [N + 1], in-edge CSR over new node IDs (positions are new edge IDs).
-        out_eid: int64 [E], new edge IDs sorted by (new source, new edge ID).
-        out_indptr: int64 [N + 1], out-edge CSR over new node IDs (positions index ``out_eid``).
+        node_bounds, edge_bounds: ``num_parts + 1`` homogeneous range boundaries.
+        ntype_counts: int64 ``[num_parts, num_ntypes]`` nodes of each type per partition.
+        etype_counts: int64 ``[num_parts, num_etypes]`` (in-)edges of each type per partition.
+        orig_nid: int64 [N], original (homogeneous input) ID of each new node ID.
+        orig_eid: int64 [E], original input position of each new edge ID.
+        new_src, new_dst: int64 [E], new endpoint IDs indexed by new edge ID.
+        edge_type: int64 [E], type of each new edge ID.
+        out_eid: int64 [E], new edge IDs ordered by (partition of the source, edge type, new source).
+        out_bounds: ``num_parts + 1`` boundaries of ``out_eid``: the out-edges of partition ``k``'s nodes.
     """
 
     node_bounds: np.ndarray
     edge_bounds: np.ndarray
+    ntype_counts: np.ndarray
+    etype_counts: np.ndarray
     orig_nid: np.ndarray
     orig_eid: np.ndarray
     new_src: np.ndarray
     new_dst: np.ndarray
-    in_indptr: np.ndarray
+    edge_type: np.ndarray
     out_eid: np.ndarray
-    out_indptr: np.ndarray
+    out_bounds: np.ndarray
 
 
-def _csr_indptr(sorted_rows: np.ndarray, num_rows: int) -> np.ndarray:
-    indptr = np.zeros(num_rows + 1, dtype=np.int64)
-    np.cumsum(np.bincount(sorted_rows, minlength=num_rows), out=indptr[1:])
-    return indptr
+def _typed_order_key(new_ids: np.ndarray, edge_type: np.ndarray, node_bounds: np.ndarray, num_etypes: int):
+    """A key that sorts edges by (partition of ``new_ids``, edge type, ``new_ids``).
+
+    Inside partition ``k`` (``n_k`` nodes from ``node_bounds[k]``) the key is
+    ``num_etypes * node_bounds[k] + type * n_k + (id - node_bounds[k])``: partition ``k``'s keys fill
+    ``[num_etypes * node_bounds[k], num_etypes * node_bounds[k+1])``, so one sort orders everything.
+    """
+    if num_etypes == 1:
+        return new_ids
+    part = np.searchsorted(node_bounds, new_ids, side="right") - 1
+    start = node_bounds[part]
+    size = node_bounds[part + 1] - start
+    return num_etypes * start + edge_type * size + (new_ids - start)
 
 
-def relabel(part: np.ndarray, src: np.ndarray, dst: np.ndarray, num_parts: int) -> Relabeling:
-    """Relabel nodes and edges so that each partition owns contiguous ranges.
+def relabel(
+    part: np.ndarray,
+    src: np.ndarray,
+    dst: np.ndarray,
+    num_parts: int,
+    *,
+    node_type: np.ndarray | None = None,
+    num_ntypes: int = 1,
+    edge_type: np.ndarray | None = None,
+    num_etypes: int = 1,
+) -> Relabeling:
+    """Relabel nodes and edges so that each partition owns contiguous ranges, per type inside.
 
     Args:
         part: int64 [N] partition per node.
-        src, dst: original edge endpoints.
+        src, dst: input edge endpoints (homogeneous input IDs, type-major).
         num_parts: number of partitions.
+        node_type: int64 [N] type per input node, non-decreasing (None: one type).
+        num_ntypes: number of node types.
+        edge_type: int64 [E] type per input edge (None: one type).
+        num_etypes: number of edge types.
 
     Returns:
         The :class:`Relabeling`.
     """
     num_nodes = int(part.shape[0])
     num_edges = int(src.shape[0])
+    node_type = np.zeros(num_nodes, dtype=np.int64) if node_type is None else np.asarray(node_type)
+    edge_type = np.zeros(num_edges, dtype=np.int64) if edge_type is None else np.asarray(edge_type)
     _, orig_nid = sort_pairs(part, np.arange(num_nodes, dtype=np.int64), num_nodes)
     node_bounds = np.zeros(num_parts + 1, dtype=np.int64)
     np.cumsum(np.bincount(part, minlength=num_parts), out=node_bounds[1:])
+    ntype_counts = np.bincount(part * num_ntypes + node_type, minlength=num_parts * num_ntypes).reshape(
+        num_parts, num_ntypes
+    )
     new_of_orig = np.empty(num_nodes, dtype=np.int64)
     new_of_orig[orig_nid] = np.arange(num_nodes, dtype=np.int64)
 
-    # Edges sorted by new destination, then original edge ID: the position is the new edge ID.
+    # In-edges: sorted by (partition, type, new destination), then input position.
     edge_ids = np.arange(num_edges, dtype=np.int64)
-    new_dst, orig_eid = sort_pairs(new_of_orig[np.asarray(dst)], edge_ids, num_edges)
+    mapped_dst = new_of_orig[np.asarray(dst)]
+    key = _typed_order_key(mapped_dst, edge_type, node_bounds, num_etypes)
+    del mapped_dst
+    _, orig_eid = sort_pairs(key, edge_ids, num_edges)
+    del key
+    new_dst = new_of_orig[np.asarray(dst)[orig_eid]]
     new_src = new_of_orig[np.asarray(src)[orig_eid]]
+    new_type = edge_type[orig_eid]
     del new_of_orig
-    in_indptr = _csr_indptr(new_dst, num_nodes)
-    edge_bounds = in_indptr[node_bounds]
+    dst_part = np.searchsorted(node_bounds, new_dst, side="right") - 1
+    etype_counts = np.bincount(dst_part * num_etypes + new_type, minlength=num_parts * num_etypes).reshape(
+        num_parts, num_etypes
+    )
+    del dst_part
+    edge_bounds = np.zeros(num_parts + 1, dtype=np.int64)
+    np.cumsum(etype_counts.sum(axis=1), out=edge_bounds[1:])
 
-    sorted_src, out_eid = sort_pairs(new_src, edge_ids, num_edges)
-    del edge_ids
-    out_indptr = _csr_indptr(sorted_src, num_nodes)
-    del sorted_src
+    # Out-edges of each partition's nodes: sorted by (partition of the source, type, new source).
+    key = _typed_order_key(new_src, new_type, node_bounds, num_etypes)
+    _, out_eid = sort_pairs(key, edge_ids, num_edges)
+    del key, edge_ids
+    src_part_counts = np.bincount(
+        np.searchsorted(node_bounds, new_src, side="right") - 1, minlength=num_parts
+    )
+    out_bounds = np.zeros(num_parts + 1, dtype=np.int64)
+    np.cumsum(src_part_counts, out=out_bounds[1:])
     return Relabeling(
         node_bounds=node_bounds,
         edge_bounds=edge_bounds,
+        ntype_counts=ntype_counts.astype(np.int64),
+        etype_counts=etype_counts.astype(np.int64),
         orig_nid=orig_nid,
         orig_eid=orig_eid,
         new_src=new_src,
         new_dst=new_dst,
-        in_indptr=in_indptr,
+        edge_type=new_type,
         out_eid=out_eid,
-        out_indptr=out_indptr,
+        out_bounds=out_bounds,
     )
+
+
+def csr_pieces(
+    rows: np.ndarray,
+    types: np.ndarray,
+    type_row_start: np.ndarray,
+    type_row_count: np.ndarray,
+    num_types: int,
+) -> list[np.ndarray]:
+    """Row pointers of one partition's edges, one CSR per edge type.
+
+    Args:
+        rows: the endpoint (local node index in the partition) of each edge, grouped by type and sorted
+            by endpoint inside a type.
+        types: the type of each edge (non-decreasing).
+        type_row_start: per edge type, the local index of its endpoint type's first node.
+        type_row_count: per edge type, its endpoint type's node count in the partition.
+        num_types: number of edge types.
+
+    Returns:
+        Per edge type, an int64 ``indptr`` of ``type_row_count[e] + 1`` entries: absolute positions into
+        the partition's edge array.
+    """
+    starts = np.searchsorted(types, np.arange(num_types + 1), side="left")
+    pieces = []
+    for e in range(num_types):
+        segment = rows[starts[e] : starts[e + 1]] - type_row_start[e]
+        indptr = np.empty(int(type_row_count[e]) + 1, dtype=np.int64)
+        indptr[0] = starts[e]
+        np.cumsum(np.bincount(segment, minlength=int(type_row_count[e])), out=indptr[1:])
+        indptr[1:] += starts[e]
+        pieces.append(indptr)
+    return pieces
 
 
 def map_back_nodes(orig_nid: np.ndarray, new_ids: np.ndarray | Sequence[int]) -> np.ndarray:

@@ -14,10 +14,12 @@ from contextlib import contextmanager
 import numpy as np
 
 from graphstore.dtypes import float32_to_bfloat16_bits, info, name_of
-from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR
+from graphstore.partition.book import RangePartitionBook
+from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR, feature_file
 from graphstore.partition.graph import GraphData
-from graphstore.partition.relabel import Relabeling
-from graphstore.partition.types import DEFAULT_ETYPE, DEFAULT_NTYPE, FORMAT_VERSION
+from graphstore.partition.relabel import Relabeling, csr_pieces
+from graphstore.partition.types import FORMAT_VERSION
+from graphstore.types import etype_key
 
 HALF_FLOAT_DTYPES = ("float16", "bfloat16")
 
@@ -120,7 +122,7 @@ def write_partitions(
     num_parts: int,
     part_method: str,
     labels: Relabeling,
-    dtype_names: dict[tuple[str, str], str],
+    dtype_names: dict[tuple[str, str, str], str],
     out_dir: str,
     extra: dict,
 ) -> None:
@@ -132,37 +134,69 @@ def write_partitions(
         num_parts: number of partitions.
         part_method: recorded in the config.
         labels: the new IDs (:func:`~graphstore.partition.relabel.relabel`).
-        dtype_names: the storage dtype of each ``("node" | "edge", name)`` array.
+        dtype_names: the storage dtype of each ``("node" | "edge", type, name)`` array.
         out_dir: an existing, empty folder.
         extra: more top-level config entries (statistics, balance settings).
     """
+    schema = graph.schema
+    node_in_offsets, edge_in_offsets = graph.node_offsets, graph.edge_offsets
+    src_types = np.array([schema.ntype_id(c[0]) for c in schema.canonical_etypes], dtype=np.int64)
+    dst_types = np.array([schema.ntype_id(c[2]) for c in schema.canonical_etypes], dtype=np.int64)
+    num_etypes = len(schema.canonical_etypes)
     parts_meta = []
     for k in range(num_parts):
         ns, ne = int(labels.node_bounds[k]), int(labels.node_bounds[k + 1])
         es, ee = int(labels.edge_bounds[k]), int(labels.edge_bounds[k + 1])
-        os_, oe = int(labels.out_indptr[ns]), int(labels.out_indptr[ne])
+        ntype_counts = labels.ntype_counts[k]
+        ntype_offsets = np.concatenate(([0], np.cumsum(ntype_counts))).astype(np.int64)
         part_dir = os.path.join(out_dir, f"part{k}")
-        os.makedirs(os.path.join(part_dir, NODE_FEAT_DIR))
-        os.makedirs(os.path.join(part_dir, EDGE_FEAT_DIR))
-        _save(os.path.join(part_dir, "in_indptr.npy"), labels.in_indptr[ns : ne + 1] - labels.in_indptr[ns])
-        _save(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
-        _save(
-            os.path.join(part_dir, "out_indptr.npy"), labels.out_indptr[ns : ne + 1] - labels.out_indptr[ns]
+        os.makedirs(part_dir)
+        in_pieces = csr_pieces(
+            labels.new_dst[es:ee] - ns,
+            labels.edge_type[es:ee],
+            ntype_offsets[dst_types],
+            ntype_counts[dst_types],
+            num_etypes,
         )
-        out_eid = labels.out_eid[os_:oe]
+        _save(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
+        _save(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
+        out_eid = labels.out_eid[labels.out_bounds[k] : labels.out_bounds[k + 1]]
+        out_pieces = csr_pieces(
+            labels.new_src[out_eid] - ns,
+            labels.edge_type[out_eid],
+            ntype_offsets[src_types],
+            ntype_counts[src_types],
+            num_etypes,
+        )
+        _save(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
         _save(os.path.join(part_dir, "out_dst.npy"), labels.new_dst[out_eid])
         _save(os.path.join(part_dir, "out_eid.npy"), out_eid)
-        _save(os.path.join(part_dir, "orig_nid.npy"), labels.orig_nid[ns:ne])
-        _save(os.path.join(part_dir, "orig_eid.npy"), labels.orig_eid[es:ee])
-        for name, arr in graph.node_data.items():
-            path = os.path.join(part_dir, NODE_FEAT_DIR, f"{name}.npy")
-            _write_rows(path, arr, labels.orig_nid[ns:ne], dtype_names[("node", name)])
-        for name, arr in graph.edge_data.items():
-            path = os.path.join(part_dir, EDGE_FEAT_DIR, f"{name}.npy")
-            _write_rows(path, arr, labels.orig_eid[es:ee], dtype_names[("edge", name)])
+        node_types = np.repeat(np.arange(len(schema.ntypes)), ntype_counts)
+        orig_nid = labels.orig_nid[ns:ne] - node_in_offsets[node_types]
+        orig_eid = labels.orig_eid[es:ee] - edge_in_offsets[labels.edge_type[es:ee]]
+        _save(os.path.join(part_dir, "orig_nid.npy"), orig_nid)
+        _save(os.path.join(part_dir, "orig_eid.npy"), orig_eid)
+        for ntype, name, arr in graph.node_arrays():
+            t = schema.ntype_id(ntype)
+            rows = orig_nid[ntype_offsets[t] : ntype_offsets[t + 1]]
+            path = _new_file(feature_file(part_dir, NODE_FEAT_DIR, schema, ntype, name))
+            _write_rows(path, arr, rows, dtype_names[("node", ntype, name)])
+        etype_offsets = np.concatenate(([0], np.cumsum(labels.etype_counts[k]))).astype(np.int64)
+        for key, name, arr in graph.edge_arrays():
+            e = schema.etype_id(key)
+            rows = orig_eid[etype_offsets[e] : etype_offsets[e + 1]]
+            path = _new_file(feature_file(part_dir, EDGE_FEAT_DIR, schema, key, name))
+            _write_rows(path, arr, rows, dtype_names[("edge", key, name)])
         parts_meta.append(
-            {"path": f"part{k}", "num_nodes": ne - ns, "num_edges": ee - es, "num_out_edges": oe - os_}
+            {"path": f"part{k}", "num_nodes": ne - ns, "num_edges": ee - es, "num_out_edges": len(out_eid)}
         )
+    book = RangePartitionBook(
+        labels.node_bounds,
+        labels.edge_bounds,
+        schema=schema,
+        ntype_counts=labels.ntype_counts,
+        etype_counts=labels.etype_counts,
+    )
     config = {
         "format_version": FORMAT_VERSION,
         "graph_name": graph_name,
@@ -171,18 +205,16 @@ def write_partitions(
         "num_parts": num_parts,
         "part_method": part_method,
         "halo_hops": 1,
-        "ntypes": {DEFAULT_NTYPE: 0},
-        "etypes": {DEFAULT_ETYPE: 0},
-        "node_map": {DEFAULT_NTYPE: _ranges(labels.node_bounds)},
-        "edge_map": {DEFAULT_ETYPE: _ranges(labels.edge_bounds)},
-        "node_feats": {
-            name: {"dtype": dtype_names[("node", name)], "shape": list(arr.shape[1:])}
-            for name, arr in graph.node_data.items()
+        "ntypes": {ntype: t for t, ntype in enumerate(schema.ntypes)},
+        "etypes": {etype_key(c): e for e, c in enumerate(schema.canonical_etypes)},
+        "node_map": book.node_map(),
+        "edge_map": book.edge_map(),
+        "num_nodes_per_type": dict(zip(schema.ntypes, graph.nodes_per_type, strict=True)),
+        "num_edges_per_type": {
+            etype_key(c): n for c, n in zip(schema.canonical_etypes, graph.edges_per_type, strict=True)
         },
-        "edge_feats": {
-            name: {"dtype": dtype_names[("edge", name)], "shape": list(arr.shape[1:])}
-            for name, arr in graph.edge_data.items()
-        },
+        "node_feats": _schemes(graph.node_arrays(), dtype_names, "node"),
+        "edge_feats": _schemes(graph.edge_arrays(), dtype_names, "edge"),
         "parts": parts_meta,
         **extra,
     }
@@ -190,5 +222,16 @@ def write_partitions(
         json.dump(config, fh, indent=1)
 
 
-def _ranges(bounds: np.ndarray) -> list[list[int]]:
-    return [[int(bounds[k]), int(bounds[k + 1])] for k in range(bounds.size - 1)]
+def _new_file(path: str) -> str:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    return path
+
+
+def _schemes(arrays, dtype_names, kind: str) -> dict[str, dict[str, dict]]:
+    out: dict[str, dict[str, dict]] = {}
+    for type_key, name, arr in arrays:
+        out.setdefault(type_key, {})[name] = {
+            "dtype": dtype_names[(kind, type_key, name)],
+            "shape": list(arr.shape[1:]),
+        }
+    return out

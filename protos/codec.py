@@ -21,11 +21,15 @@ import numpy as np
 from graphstore import dtypes
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.types import (
+    DEFAULT_CANONICAL_ETYPE,
+    DEFAULT_NTYPE,
     EDGE,
     NODE,
+    GraphSchema,
     PartitionMetadata,
     ServerStats,
     TensorScheme,
+    etype_key,
 )
 
 # Shapes larger than this many dimensions are refused (row tensors are at most a few dims).
@@ -97,8 +101,28 @@ _EDGE_DIR = WireEnum("edge_dir", {"in": pb.IN, "out": pb.OUT})
 _PUSH_OP = WireEnum("op", {"assign": pb.ASSIGN, "add": pb.ADD})
 
 # ``"node"`` / ``"edge"`` <-> ``graphstore.Policy``
-policy_to_wire = _POLICY.to_wire
-policy_from_wire = _POLICY.from_wire
+
+
+def policy_to_wire(policy: str) -> tuple[int, str]:
+    """A policy string as its wire pair ``(Policy enum, type)``: ``"node:paper"`` -> ``(NODE, "paper")``.
+
+    Raises:
+        ValueError: a policy whose kind is not node or edge.
+    """
+    kind, _, type_key = policy.partition(":")
+    return _POLICY.to_wire(kind), type_key
+
+
+def policy_from_wire(value: int, type_key: str = "") -> str:
+    """The policy string of a wire pair (see :func:`policy_to_wire`).
+
+    Raises:
+        ValueError: an unknown enum value.
+    """
+    kind = _POLICY.from_wire(value)
+    return f"{kind}:{type_key}" if type_key else kind
+
+
 # ``"in"`` / ``"out"`` <-> ``graphstore.EdgeDir``
 edge_dir_to_wire = _EDGE_DIR.to_wire
 edge_dir_from_wire = _EDGE_DIR.from_wire
@@ -219,7 +243,7 @@ def write_scheme(msg: pb.TensorScheme, scheme: TensorScheme) -> None:
     msg.name = scheme.name
     msg.dtype = dtype_to_wire(scheme.dtype)
     msg.shape[:] = scheme.shape
-    msg.policy = policy_to_wire(scheme.policy)
+    msg.policy, msg.type = policy_to_wire(scheme.policy)
     msg.persistent = scheme.persistent
     msg.writable = scheme.writable
     msg.version = scheme.version
@@ -237,7 +261,7 @@ def read_scheme(msg: pb.TensorScheme) -> TensorScheme:
         name=msg.name,
         dtype=dtype_from_wire(msg.dtype, "scheme.dtype"),
         shape=tuple(int(d) for d in msg.shape),
-        policy=policy_from_wire(msg.policy),
+        policy=policy_from_wire(msg.policy, msg.type),
         persistent=msg.persistent,
         writable=msg.writable,
         version=msg.version,
@@ -260,6 +284,10 @@ def write_metadata(msg: pb.MetadataResponse, meta: PartitionMetadata) -> None:
     msg.part_config = meta.part_config
     msg.hostname = meta.hostname
     msg.format_version = meta.format_version
+    msg.ntypes[:] = meta.schema.ntypes
+    msg.canonical_etypes[:] = [etype_key(c) for c in meta.schema.canonical_etypes]
+    msg.ntype_counts[:] = meta.ntype_counts
+    msg.etype_counts[:] = meta.etype_counts
 
 
 def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
@@ -276,6 +304,12 @@ def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
         part_config=msg.part_config,
         hostname=msg.hostname,
         format_version=msg.format_version,
+        schema=GraphSchema(
+            tuple(msg.ntypes) or (DEFAULT_NTYPE,),
+            tuple(tuple(key.split(":")) for key in msg.canonical_etypes) or (DEFAULT_CANONICAL_ETYPE,),
+        ),
+        ntype_counts=tuple(msg.ntype_counts),
+        etype_counts=tuple(msg.etype_counts),
     )
 
 

@@ -66,7 +66,7 @@ class Tensor(_message.Message):
     def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ...) -> None: ...
 
 class TensorScheme(_message.Message):
-    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "writable", "version", "from_partition", "owner")
+    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "writable", "version", "from_partition", "owner", "type")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -76,6 +76,7 @@ class TensorScheme(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     FROM_PARTITION_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
     name: str
     dtype: DType
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -85,14 +86,15 @@ class TensorScheme(_message.Message):
     version: int
     from_partition: bool
     owner: str
-    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., writable: _Optional[bool] = ..., version: _Optional[int] = ..., from_partition: _Optional[bool] = ..., owner: _Optional[str] = ...) -> None: ...
+    type: str
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., writable: _Optional[bool] = ..., version: _Optional[int] = ..., from_partition: _Optional[bool] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
 
 class MetadataRequest(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
 class MetadataResponse(_message.Message):
-    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version")
+    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts")
     GRAPH_NAME_FIELD_NUMBER: _ClassVar[int]
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTS_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +106,10 @@ class MetadataResponse(_message.Message):
     PART_CONFIG_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NTYPES_FIELD_NUMBER: _ClassVar[int]
+    CANONICAL_ETYPES_FIELD_NUMBER: _ClassVar[int]
+    NTYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    ETYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
     graph_name: str
     part_id: int
     num_parts: int
@@ -115,7 +121,11 @@ class MetadataResponse(_message.Message):
     part_config: str
     hostname: str
     format_version: int
-    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ...) -> None: ...
+    ntypes: _containers.RepeatedScalarFieldContainer[str]
+    canonical_etypes: _containers.RepeatedScalarFieldContainer[str]
+    ntype_counts: _containers.RepeatedScalarFieldContainer[int]
+    etype_counts: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("name", "ids")
@@ -176,7 +186,7 @@ class Initializer(_message.Message):
     def __init__(self, kind: _Optional[_Union[Initializer.Kind, str]] = ..., a: _Optional[float] = ..., b: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class InitRequest(_message.Message):
-    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner")
+    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner", "type")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -184,6 +194,7 @@ class InitRequest(_message.Message):
     PERSISTENT_FIELD_NUMBER: _ClassVar[int]
     INIT_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
     name: str
     dtype: DType
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -191,7 +202,8 @@ class InitRequest(_message.Message):
     persistent: bool
     init: Initializer
     owner: str
-    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ...) -> None: ...
+    type: str
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
 
 class InitResponse(_message.Message):
     __slots__ = ("created", "scheme")
@@ -224,7 +236,7 @@ class ListResponse(_message.Message):
     def __init__(self, tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ...) -> None: ...
 
 class SampleRequest(_message.Message):
-    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed")
+    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs")
     SEEDS_FIELD_NUMBER: _ClassVar[int]
     FANOUT_FIELD_NUMBER: _ClassVar[int]
     EDGE_DIR_FIELD_NUMBER: _ClassVar[int]
@@ -232,6 +244,8 @@ class SampleRequest(_message.Message):
     PROB_FIELD_NUMBER: _ClassVar[int]
     HAS_RANDOM_SEED_FIELD_NUMBER: _ClassVar[int]
     RANDOM_SEED_FIELD_NUMBER: _ClassVar[int]
+    FANOUTS_FIELD_NUMBER: _ClassVar[int]
+    PROBS_FIELD_NUMBER: _ClassVar[int]
     seeds: Tensor
     fanout: int
     edge_dir: EdgeDir
@@ -239,7 +253,9 @@ class SampleRequest(_message.Message):
     prob: str
     has_random_seed: bool
     random_seed: int
-    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ...) -> None: ...
+    fanouts: _containers.RepeatedScalarFieldContainer[int]
+    probs: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class EdgesResponse(_message.Message):
     __slots__ = ("src", "dst", "eid")
@@ -264,12 +280,16 @@ class InSubgraphRequest(_message.Message):
     def __init__(self, nodes: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class DegreesRequest(_message.Message):
-    __slots__ = ("nids", "edge_dir")
+    __slots__ = ("nids", "edge_dir", "has_etype", "etype")
     NIDS_FIELD_NUMBER: _ClassVar[int]
     EDGE_DIR_FIELD_NUMBER: _ClassVar[int]
+    HAS_ETYPE_FIELD_NUMBER: _ClassVar[int]
+    ETYPE_FIELD_NUMBER: _ClassVar[int]
     nids: Tensor
     edge_dir: EdgeDir
-    def __init__(self, nids: _Optional[_Union[Tensor, _Mapping]] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ...) -> None: ...
+    has_etype: bool
+    etype: int
+    def __init__(self, nids: _Optional[_Union[Tensor, _Mapping]] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., has_etype: _Optional[bool] = ..., etype: _Optional[int] = ...) -> None: ...
 
 class DegreesResponse(_message.Message):
     __slots__ = ("degrees",)

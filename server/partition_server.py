@@ -18,17 +18,19 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 
 import numpy as np
 
+from graphstore.dtypes import bfloat16_bits_to_float32
 from graphstore.partition.types import PartitionData
-from graphstore.server import sampler
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
 from graphstore.server.id_range import IdRange
 from graphstore.server.optimizer import SparseOptimizerState
+from graphstore.server.structure import PartitionStructure, check_edge_dir
 from graphstore.server.tensor_store import TensorStore
 from graphstore.types import (
     EDGE,
@@ -38,15 +40,91 @@ from graphstore.types import (
     PartitionMetadata,
     ServerStats,
     TensorScheme,
+    typed_tensor_name,
 )
 
 logger = logging.getLogger(__name__)
 
 
 def _edge_feature_name(name: str, node_names: set[str]) -> str:
-    """Edge features share the tensor namespace with node features; on a clash the edge one is
-    registered as ``edge:NAME``."""
+    """Edge features share the tensor namespace with node features; on a homogeneous graph a clashing
+    edge feature is registered as ``edge:NAME``."""
     return f"edge:{name}" if name in node_names else name
+
+
+def _id_ranges(book, part_id: int) -> dict[str, IdRange]:
+    """The IDs this partition owns in every ID space: all nodes, all edges, and each type's."""
+    schema = book.schema
+    policies = [NODE, EDGE]
+    if not schema.is_homogeneous:
+        policies += [schema.node_policy(t) for t in schema.ntypes]
+        policies += [schema.edge_policy(c) for c in schema.canonical_etypes]
+    ranges = {}
+    for policy in policies:
+        bounds = book.policy_bounds(policy)
+        ranges[policy] = IdRange(int(bounds[part_id]), int(bounds[part_id + 1]), int(bounds[-1]))
+    return ranges
+
+
+def _partition_tensors(partition: PartitionData):
+    """``(policy, tensor name, array, scheme)`` of every feature in the partition files: plain names
+    on a homogeneous graph, ``TYPE/NAME`` (DGL's ``"paper/feat"``) on a typed one."""
+    schema = partition.schema
+    if schema.is_homogeneous:
+        node_feats = next(iter(partition.node_feats.values()), {})
+        node_schemes = next(iter(partition.node_schemes.values()), {})
+        for name, array in node_feats.items():
+            yield NODE, name, array, node_schemes[name]
+        for type_key, feats in partition.edge_feats.items():
+            for name, array in feats.items():
+                yield (
+                    EDGE,
+                    _edge_feature_name(name, set(node_feats)),
+                    array,
+                    partition.edge_schemes[type_key][name],
+                )
+        return
+    for ntype, feats in partition.node_feats.items():
+        for name, array in feats.items():
+            yield (
+                schema.node_policy(ntype),
+                typed_tensor_name(ntype, name),
+                array,
+                partition.node_schemes[ntype][name],
+            )
+    for type_key, feats in partition.edge_feats.items():
+        for name, array in feats.items():
+            policy = schema.edge_policy(type_key)
+            yield policy, typed_tensor_name(type_key, name), array, partition.edge_schemes[type_key][name]
+
+
+def original_ids(partition: PartitionData) -> dict[str, np.ndarray]:
+    """Original IDs of the local rows of every ID space, in local order (what checkpoints key rows by).
+
+    Per-type spaces use the original per-type IDs. The homogeneous spaces of a typed graph use the
+    original per-type ID plus the type's offset in type-ID order (the input's homogeneous ID), which
+    does not depend on how the graph was partitioned.
+    """
+    schema, book = partition.schema, partition.book
+    orig_nid, orig_eid = np.asarray(partition.orig_nid), np.asarray(partition.orig_eid)
+    if schema.is_homogeneous:
+        return {NODE: orig_nid, EDGE: orig_eid}
+    out: dict[str, np.ndarray] = {}
+    node_totals = np.array([book.num_nodes(t) for t in schema.ntypes], dtype=np.int64)
+    edge_totals = np.array([book.num_edges(c) for c in schema.canonical_etypes], dtype=np.int64)
+    node_shift = np.concatenate(([0], np.cumsum(node_totals)[:-1]))
+    edge_shift = np.concatenate(([0], np.cumsum(edge_totals)[:-1]))
+    node_counts = np.diff(partition.ntype_offsets)
+    edge_counts = np.diff(partition.etype_offsets)
+    out[NODE] = orig_nid + np.repeat(node_shift, node_counts)
+    out[EDGE] = orig_eid + np.repeat(edge_shift, edge_counts)
+    for t, ntype in enumerate(schema.ntypes):
+        out[schema.node_policy(ntype)] = orig_nid[partition.ntype_offsets[t] : partition.ntype_offsets[t + 1]]
+    for e, canonical in enumerate(schema.canonical_etypes):
+        out[schema.edge_policy(canonical)] = orig_eid[
+            partition.etype_offsets[e] : partition.etype_offsets[e + 1]
+        ]
+    return out
 
 
 class PartitionServer:
@@ -79,29 +157,15 @@ class PartitionServer:
         self._partition = partition
         self._read_only_view = read_only_view
         book = partition.book
+        self._book = book
         self._node_bounds = tuple(int(b) for b in np.asarray(book.node_bounds))
         self._edge_bounds = tuple(int(b) for b in np.asarray(book.edge_bounds))
         self._store = TensorStore(
-            self.part_id,
-            IdRange(partition.node_start, partition.node_end, self._node_bounds[-1]),
-            IdRange(partition.edge_start, partition.edge_end, self._edge_bounds[-1]),
-            RowGatherer(threads=gather_threads),
+            self.part_id, _id_ranges(book, self.part_id), RowGatherer(threads=gather_threads)
         )
-        for name, array in partition.node_feats.items():
-            scheme = partition.node_schemes[name]
-            self._store.add_partition_tensor(name, array, scheme.dtype, NODE, writable_features)
-        node_names = set(partition.node_feats)
-        for name, array in partition.edge_feats.items():
-            scheme = partition.edge_schemes[name]
-            tensor_name = _edge_feature_name(name, node_names)
-            self._store.add_partition_tensor(tensor_name, array, scheme.dtype, EDGE, writable_features)
-        # Plain ndarray views of the mapped structure arrays: np.memmap's __getitem__ adds Python
-        # overhead to every index operation of the sampler.
-        self._in_indptr = np.asarray(partition.in_indptr)
-        self._in_src = np.asarray(partition.in_src)
-        self._out_indptr = np.asarray(partition.out_indptr)
-        self._out_dst = np.asarray(partition.out_dst)
-        self._out_eid = np.asarray(partition.out_eid)
+        for policy, name, array, scheme in _partition_tensors(partition):
+            self._store.add_partition_tensor(name, array, scheme.dtype, policy, writable_features)
+        self._structure = PartitionStructure(partition)
         self._optimizer = SparseOptimizerState()
         self._barriers = BarrierRegistry()
         self._started = time.monotonic()
@@ -154,6 +218,9 @@ class PartitionServer:
             num_edges=self._edge_bounds[-1],
             node_bounds=self._node_bounds,
             edge_bounds=self._edge_bounds,
+            schema=p.schema,
+            ntype_counts=tuple(int(c) for c in np.asarray(self._book.ntype_counts).reshape(-1)),
+            etype_counts=tuple(int(c) for c in np.asarray(self._book.etype_counts).reshape(-1)),
             tensors=tuple(self.list_tensors()),
             part_config=p.config_path,
             hostname=socket.gethostname(),
@@ -261,110 +328,110 @@ class PartitionServer:
     def sample_neighbors(
         self,
         seeds: np.ndarray,
-        fanout: int,
+        fanout: int | Sequence[int],
         edge_dir: str = "in",
         replace: bool = False,
-        prob: str | None = None,
+        prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sample edges around seeds owned here; returns global ``(src, dst, eid)``.
+        """Sample edges around seeds owned here; returns homogeneous ``(src, dst, eid)``, grouped by
+        edge type in type-ID order (the type of each edge follows from its ID).
 
         Args:
-            seeds: global node IDs owned by this partition.
-            fanout: edges per seed, -1 for all.
+            seeds: homogeneous node IDs owned by this partition.
+            fanout: edges per seed, -1 for all; on a typed graph also one value per edge type (0 skips
+                a type).
             edge_dir: ``"in"`` (edges pointing to the seeds) or ``"out"``.
             replace: with replacement.
-            prob: name of an edge tensor of non-negative weights (``edge_dir="in"`` only: the
-                in-edges of the seeds are the edges this partition owns).
+            prob: name of an edge tensor of non-negative weights (``edge_dir="in"`` only: the in-edges
+                of the seeds are the edges this partition owns); on a typed graph one name (or None)
+                per edge type.
             random_seed: makes the sample reproducible.
 
         Raises:
             ValueError: bad seeds, fanout < -1, bad edge_dir, a prob tensor that is not a 1-column
-                edge tensor or holds negative weights, or ``prob`` with ``edge_dir="out"``.
+                tensor of that edge type or holds negative weights, or ``prob`` with ``edge_dir="out"``.
             KeyError: unknown prob tensor.
         """
-        p = self._partition
         local = self._local_nodes(seeds, "seeds")
-        rng = np.random.default_rng(random_seed)
-        if edge_dir == "in":
-            weights = self._edge_weights(prob) if prob else None
-            positions, seed_index = sampler.sample_neighbors_csr(
-                self._in_indptr, local, fanout, replace=replace, weights=weights, rng=rng
-            )
-            src = self._in_src[positions]
-            dst = np.asarray(seeds, dtype=np.int64)[seed_index]
-            eid = positions + p.edge_start
-        elif edge_dir == "out":
-            if prob:
+        weights = None
+        if prob:
+            if edge_dir == "out":
                 raise ValueError(
                     f"prob: edge weights ({prob!r}) are supported for edge_dir='in' only; a partition owns "
                     "the in-edges of its nodes, not their out-edges"
                 )
-            positions, seed_index = sampler.sample_neighbors_csr(
-                self._out_indptr, local, fanout, replace=replace, rng=rng
-            )
-            src = np.asarray(seeds, dtype=np.int64)[seed_index]
-            dst = self._out_dst[positions]
-            eid = self._out_eid[positions]
-        else:
-            raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
+            weights = self._edge_weights(prob)
+        edges = self._structure.sample(
+            local, fanout, edge_dir, replace, weights, np.random.default_rng(random_seed)
+        )
         self._count("sampled_seeds", len(local))
-        return src, dst, eid
+        return edges.src, edges.dst, edges.eid
 
-    def _edge_weights(self, prob: str) -> np.ndarray:
-        tensor = self._store.get(prob)
-        if tensor.policy != EDGE:
-            raise ValueError(
-                f"prob: tensor {prob!r} is a {tensor.policy} tensor; sampling weights must be per edge"
-            )
-        if tensor.data.ndim > 2 or (tensor.data.ndim == 2 and tensor.data.shape[1] != 1):
-            raise ValueError(
-                f"prob: tensor {prob!r} must have one weight per edge, got row shape {tensor.row_shape}"
-            )
-        if tensor.dtype == "bfloat16":
-            from graphstore.dtypes import bfloat16_bits_to_float32
-
-            return bfloat16_bits_to_float32(tensor.data.reshape(-1))
-        if tensor.dtype == "bool":
-            return tensor.data.reshape(-1).astype(np.float64)
-        return tensor.data.reshape(-1)
+    def _edge_weights(self, prob: str | Sequence[str | None]) -> list[np.ndarray | None]:
+        """Per edge type, a weight per local edge position (zeros outside the type), or None."""
+        structure = self._structure
+        names = [prob] * structure.num_etypes if isinstance(prob, str) else list(prob)
+        if len(names) != structure.num_etypes:
+            raise ValueError(f"prob: {len(names)} names given for {structure.num_etypes} edge types")
+        weights: list[np.ndarray | None] = []
+        for e, name in enumerate(names):
+            if not name:
+                weights.append(None)
+                continue
+            tensor = self._store.get(name)
+            schema = self._partition.schema
+            expected = EDGE if structure.homogeneous else schema.edge_policy(schema.canonical_etypes[e])
+            if tensor.policy not in (expected, EDGE):
+                raise ValueError(
+                    f"prob: tensor {name!r} is a {tensor.policy} tensor; sampling weights of edge type "
+                    f"{e} must be per edge ({expected})"
+                )
+            if tensor.data.ndim > 2 or (tensor.data.ndim == 2 and tensor.data.shape[1] != 1):
+                raise ValueError(
+                    f"prob: tensor {name!r} must have one weight per edge, got row shape {tensor.row_shape}"
+                )
+            values = tensor.data.reshape(-1)
+            if tensor.dtype == "bfloat16":
+                values = bfloat16_bits_to_float32(values)
+            elif tensor.dtype == "bool":
+                values = values.astype(np.float64)
+            if tensor.policy == EDGE or structure.homogeneous:
+                weights.append(values)
+            else:  # rows of one edge type: place them at the type's local positions
+                full = np.zeros(self._partition.num_local_edges, dtype=values.dtype)
+                lo, hi = structure.etype_offsets[e], structure.etype_offsets[e + 1]
+                full[lo:hi] = values
+                weights.append(full)
+        return weights
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Global ``(src, dst)`` of edges owned by this partition.
+        """Homogeneous ``(src, dst)`` of edges owned by this partition.
 
         Raises:
             ValueError: an edge ID not owned here.
         """
-        p = self._partition
-        local = self._store.to_local(EDGE, eids, "eids")
-        src = self._in_src[local]
-        dst = sampler.dst_of_positions(self._in_indptr, local) + p.node_start
-        return src, dst
+        return self._structure.find_edges(self._store.to_local(EDGE, eids, "eids"))
 
     def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Every in-edge of ``nodes`` (owned here) as global ``(src, dst, eid)``.
+        """Every in-edge of ``nodes`` (owned here) as homogeneous ``(src, dst, eid)``, grouped by edge type.
 
         Raises:
             ValueError: a node not owned here.
         """
-        p = self._partition
-        local = self._local_nodes(nodes, "nodes")
-        positions, seed_index = sampler.all_neighbors(self._in_indptr, local)
-        src = self._in_src[positions]
-        dst = np.asarray(nodes, dtype=np.int64)[seed_index]
-        return src, dst, positions + p.edge_start
+        edges = self._structure.in_edges(self._local_nodes(nodes, "nodes"))
+        return edges.src, edges.dst, edges.eid
 
-    def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
-        """In- or out-degrees (int64) of nodes owned here.
+    def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
+        """In- or out-degrees (int64) of nodes owned here, over every edge type or over type ``etype``.
 
         Raises:
-            ValueError: a node not owned here, or a bad ``edge_dir``.
+            ValueError: a node not owned here, a bad ``edge_dir`` or edge type ID.
         """
-        if edge_dir not in ("in", "out"):
-            raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-        local = self._local_nodes(nids, "nids")
-        indptr = self._in_indptr if edge_dir == "in" else self._out_indptr
-        return sampler.degrees_of(indptr, local)
+        check_edge_dir(edge_dir)
+        if etype is not None and not 0 <= int(etype) < self._structure.num_etypes:
+            raise ValueError(f"etype: edge type ID {etype} out of range [0, {self._structure.num_etypes})")
+        return self._structure.degrees(self._local_nodes(nids, "nids"), edge_dir, etype)
 
     # -- optimizer, barrier, checkpoints ---------------------------------------------------------
 
@@ -410,7 +477,7 @@ class PartitionServer:
         self._store.close()
 
     def _orig_ids(self) -> dict[str, np.ndarray]:
-        return {NODE: self._partition.orig_nid, EDGE: self._partition.orig_eid}
+        return original_ids(self._partition)
 
     def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
         """Write tensors (all run-time tensors by default) and their optimizer state under ``path``.

@@ -111,7 +111,7 @@ def sample_uniform(
     Raises:
         ValueError: ``fanout < -1``.
     """
-    _check_fanout(fanout)
+    check_fanout(fanout)
     local_seeds = np.asarray(local_seeds, dtype=np.int64)
     if fanout == -1:
         return all_neighbors(indptr, local_seeds)
@@ -179,7 +179,7 @@ def sample_weighted(
     Raises:
         ValueError: ``fanout < -1``; a negative, NaN or infinite weight among the seeds' edges.
     """
-    _check_fanout(fanout)
+    check_fanout(fanout)
     local_seeds = np.asarray(local_seeds, dtype=np.int64)
     cand, seg = all_neighbors(indptr, local_seeds)
     w = np.asarray(weights[cand], dtype=np.float64).reshape(len(cand))
@@ -255,6 +255,7 @@ def dst_of_positions(indptr: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.searchsorted(indptr, positions, side="right").astype(np.int64) - 1
 
 
-def _check_fanout(fanout: int) -> None:
+def check_fanout(fanout: int) -> None:
+    """Raises ValueError unless ``fanout`` is an integer >= -1."""
     if not isinstance(fanout, int | np.integer) or fanout < -1:
         raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {fanout!r}")

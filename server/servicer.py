@@ -258,7 +258,7 @@ class PartitionServicer:
             request.name,
             tuple(request.shape),
             codec.dtype_from_wire(request.dtype),
-            codec.policy_from_wire(request.policy),
+            codec.policy_from_wire(request.policy, request.type),
             request.persistent,
             init,
             request.owner,
@@ -296,10 +296,10 @@ class PartitionServicer:
         seeds = codec.read_ids(request.seeds, "seeds")
         src, dst, eid = self._server.sample_neighbors(
             seeds,
-            int(request.fanout),
+            list(request.fanouts) if request.fanouts else int(request.fanout),
             codec.edge_dir_from_wire(request.edge_dir),
             request.replace,
-            request.prob or None,
+            list(request.probs) if request.probs else (request.prob or None),
             request.random_seed if request.has_random_seed else None,
         )
         return self._edges(src, dst, eid)
@@ -315,7 +315,9 @@ class PartitionServicer:
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")
-        degrees = self._server.degrees(nids, codec.edge_dir_from_wire(request.edge_dir))
+        degrees = self._server.degrees(
+            nids, codec.edge_dir_from_wire(request.edge_dir), request.etype if request.has_etype else None
+        )
         response = pb.DegreesResponse()
         codec.write_ids(response.degrees, degrees)
         return response

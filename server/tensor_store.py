@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 import numpy as np
@@ -30,7 +30,7 @@ from graphstore.server.id_range import IdRange, to_local_ids
 from graphstore.server.initializers import fill_initial
 from graphstore.server.row_arithmetic import scatter_add
 from graphstore.server.stored_tensor import StoredTensor
-from graphstore.types import EDGE, INITIALIZERS, NODE, InitSpec, TensorScheme
+from graphstore.types import INITIALIZERS, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
 
@@ -40,19 +40,19 @@ class TensorStore:
 
     Args:
         part_id: this partition's index (error messages, per-partition init seeds).
-        node_range, edge_range: the node and edge IDs this partition owns.
+        ranges: the IDs this partition owns in each ID space, by policy (``"node"``, ``"edge"``, and
+            on a typed graph ``"node:<ntype>"`` / ``"edge:<src>:<etype>:<dst>"``).
         gatherer: how pulls gather rows (default: split large pulls across the usable CPUs).
     """
 
     def __init__(
         self,
         part_id: int,
-        node_range: IdRange,
-        edge_range: IdRange,
+        ranges: Mapping[str, IdRange],
         gatherer: RowGatherer | None = None,
     ) -> None:
         self.part_id = part_id
-        self._ranges = {NODE: node_range, EDGE: edge_range}
+        self._ranges = dict(ranges)
         self._tensors: dict[str, StoredTensor] = {}
         self._registry_lock = threading.Lock()
         self._gatherer = gatherer if gatherer is not None else RowGatherer()
@@ -64,15 +64,15 @@ class TensorStore:
     # -- lookup ---------------------------------------------------------------------------------
 
     def id_range(self, policy: str) -> IdRange:
-        """The owned ID range of ``policy`` (``"node"``/``"edge"``).
+        """The owned ID range of ``policy``.
 
         Raises:
-            ValueError: for another policy.
+            ValueError: a policy that names no ID space of this graph.
         """
         try:
             return self._ranges[policy]
         except KeyError:
-            raise ValueError(f"policy must be 'node' or 'edge', got {policy!r}") from None
+            raise ValueError(f"policy must be one of {sorted(self._ranges)}, got {policy!r}") from None
 
     def to_local(self, policy: str, ids: np.ndarray, arg: str = "ids") -> np.ndarray:
         """Global IDs of ``policy`` -> local row indices, range-checked (see :func:`to_local_ids`)."""
@@ -112,7 +112,7 @@ class TensorStore:
             name: the tensor's name.
             array: local rows (usually memory-mapped); copied into memory when ``writable``.
             dtype: canonical dtype name.
-            policy: ``"node"`` or ``"edge"``.
+            policy: the ID space (see :meth:`id_range`).
             writable: allow Push / PushGrad (the rows are then copied into memory).
 
         Raises:
@@ -155,7 +155,7 @@ class TensorStore:
             shape: global shape; ``shape[0]`` must be the graph's number of nodes (``policy="node"``)
                 or edges (``"edge"``), the other dimensions positive.
             dtype: canonical dtype name.
-            policy: ``"node"`` or ``"edge"``.
+            policy: the ID space (see :meth:`id_range`).
             persistent: kept when its creator releases it.
             init: how the rows start; random kinds draw from ``init.seed + part_id``.
             owner: the creating client's id.
@@ -177,7 +177,7 @@ class TensorStore:
             raise ValueError(f"shape: needs at least one dimension, got {list(shape)}")
         if shape[0] != id_range.total:
             raise ValueError(
-                f"shape: shape[0] of a {policy} tensor must be the number of {policy}s "
+                f"shape: shape[0] of a {policy} tensor must be the number of {_what(policy)} "
                 f"({id_range.total}), got {list(shape)}"
             )
         if any(d <= 0 for d in shape[1:]):
@@ -378,3 +378,8 @@ class TensorStore:
             return
         with tensor.lock.read():
             yield tensor
+
+
+def _what(policy: str) -> str:
+    """``"nodes"`` / ``"edges"``, or ``"node:paper IDs"`` for a typed ID space (error messages)."""
+    return f"{policy}s" if ":" not in policy else f"{policy} IDs"

@@ -37,7 +37,7 @@ from graphstore.config import ClusterConfig
 from graphstore.errors import ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.rpc import RpcPolicy
-from graphstore.types import EDGE, NODE, PartitionAPI, TensorScheme
+from graphstore.types import NODE, PartitionAPI, TensorScheme
 
 logger = logging.getLogger(__name__)
 
@@ -95,6 +95,7 @@ class ClientContext:
         self.config = config
         self._partitions = list(partitions)
         self._local_readers = dict(local_readers)
+        self._bounds_cache: dict[str, np.ndarray] = {}
         self._schemes: dict[str, TensorScheme] = {}
         self._schemes_lock = threading.Lock()
         self._anonymous_counter = itertools.count()
@@ -166,11 +167,7 @@ class ClientContext:
             datas.append(data)
             servers.append(open_in_process(data))
         home = rank_partitions(rank, world, book.num_partitions())[0]
-        from graphstore.partition import RangePartitionBook
-
-        book = RangePartitionBook(
-            book.node_bounds, book.edge_bounds, part_id=home, graph_name=datas[0].graph_name
-        )
+        book = book.for_partition(home)
         ctx = cls(
             graph_name=datas[0].graph_name,
             book=book,
@@ -285,22 +282,26 @@ class ClientContext:
         """Group global IDs by owning partition: ``[(part_id, positions, ids_of_part), ...]``.
 
         Raises:
-            ValueError: for a policy other than ``"node"`` / ``"edge"``.
-            IndexError: for an ID outside the graph.
+            ValueError: a malformed policy. KeyError: an unknown type.
+            IndexError: for an ID outside the ID space.
         """
         return split_by_partition(np.asarray(ids, dtype=np.int64), self.bounds(policy))
 
     def bounds(self, policy: str = NODE) -> np.ndarray:
-        """The partition book's range boundaries for ``"node"`` or ``"edge"`` IDs."""
-        kind = policy.split(":", 1)[0]
-        if kind == NODE:
-            return self.book.node_bounds
-        if kind == EDGE:
-            return self.book.edge_bounds
-        raise ValueError(f"policy must be 'node' or 'edge', got {policy!r}")
+        """The partition boundaries of a policy's ID space (``"node"``, ``"edge"``, ``"node:<ntype>"``,
+        ``"edge:<src>:<etype>:<dst>"``; DGL's ``"node:_N"`` / ``"edge:_E"`` too).
+
+        Raises:
+            ValueError: a malformed policy. KeyError: an unknown type.
+        """
+        bounds = self._bounds_cache.get(policy)
+        if bounds is None:
+            bounds = self.book.policy_bounds(policy)
+            self._bounds_cache[policy] = bounds
+        return bounds
 
     def num_rows(self, policy: str) -> int:
-        """Number of nodes (``"node"``) or edges (``"edge"``) of the graph."""
+        """Number of IDs in a policy's ID space (all nodes, all edges, or one type's)."""
         return int(self.bounds(policy)[-1])
 
     # ----- tensors owned by this client --------------------------------------------------------

@@ -80,9 +80,7 @@ def connect_servers(config: ClusterConfig) -> ClusterConnection:
         home = (
             local_part_id if local_part_id is not None else rank_partitions(rank, world, first.num_parts)[0]
         )
-        book = RangePartitionBook(
-            first.node_bounds, first.edge_bounds, part_id=home, graph_name=first.graph_name
-        )
+        book = RangePartitionBook.from_metadata(first, home)
     except BaseException:
         for remote in remotes:
             close_quietly(remote)

@@ -15,7 +15,7 @@ token, keepalive, the server's errors raised as the in-process server's exceptio
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -284,10 +284,12 @@ class RemotePartition:
         """
         if init.kind not in _INIT_KIND_TO_WIRE:
             raise ValueError(f"init.kind must be one of {sorted(_INIT_KIND_TO_WIRE)}, got {init.kind!r}")
+        wire_policy, type_key = codec.policy_to_wire(policy)
         request = pb.InitRequest(
             name=name,
             dtype=codec.dtype_to_wire(dtype),
-            policy=codec.policy_to_wire(policy),
+            policy=wire_policy,
+            type=type_key,
             persistent=persistent,
             owner=owner,
         )
@@ -346,13 +348,14 @@ class RemotePartition:
     def sample_neighbors(
         self,
         seeds: np.ndarray,
-        fanout: int,
+        fanout: int | Sequence[int],
         edge_dir: str = "in",
         replace: bool = False,
-        prob: str | None = None,
+        prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Sampled edges ``(src, dst, eid)`` (global IDs) around seeds owned by this partition.
+        """Sampled edges ``(src, dst, eid)`` (homogeneous global IDs) around seeds owned by this
+        partition; ``fanout`` and ``prob`` may give one value per edge type.
 
         Raises:
             ValueError: bad seeds, fanout, edge_dir or prob.
@@ -360,12 +363,20 @@ class RemotePartition:
         """
         seeds = as_id_array(seeds, "seeds", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
-        per_seed = _EDGE_ANSWER_BYTES * (fanout if fanout >= 0 else self._average_degree() * _DEGREE_MARGIN)
+        fanouts = [int(fanout)] if isinstance(fanout, (int, np.integer)) else [int(f) for f in fanout]
+        budget = sum(f if f >= 0 else self._average_degree() * _DEGREE_MARGIN for f in fanouts)
+        per_seed = _EDGE_ANSWER_BYTES * budget
 
         def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
-            request = pb.SampleRequest(
-                fanout=int(fanout), edge_dir=wire_dir, replace=replace, prob=prob or ""
-            )
+            request = pb.SampleRequest(edge_dir=wire_dir, replace=replace)
+            if isinstance(fanout, (int, np.integer)):
+                request.fanout = int(fanout)
+            else:
+                request.fanouts[:] = fanouts
+            if isinstance(prob, str):
+                request.prob = prob
+            elif prob:
+                request.probs[:] = [p or "" for p in prob]
             codec.write_ids(request.seeds, chunk)
             if random_seed is not None:
                 request.has_random_seed = True
@@ -394,17 +405,21 @@ class RemotePartition:
         per_node = _EDGE_ANSWER_BYTES * self._average_degree() * _DEGREE_MARGIN
         return self._query_edges_of("InSubgraph", pb.InSubgraphRequest, "nodes", nodes, per_node)
 
-    def degrees(self, nids: np.ndarray, edge_dir: str = "in") -> np.ndarray:
-        """In- or out-degrees (int64) of nodes owned by this partition.
+    def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
+        """In- or out-degrees (int64) of nodes owned by this partition, over every edge type or over
+        the edge type with ID ``etype``.
 
         Raises:
-            ValueError: a node not owned here, or a bad ``edge_dir``.
+            ValueError: a node not owned here, a bad ``edge_dir`` or edge type ID.
         """
         nids = as_id_array(nids, "nids", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
 
         def make_request(sl: slice) -> tuple[str, Any]:
             request = pb.DegreesRequest(edge_dir=wire_dir)
+            if etype is not None:
+                request.has_etype = True
+                request.etype = int(etype)
             codec.write_ids(request.nids, nids[sl])
             return "Degrees", request
 

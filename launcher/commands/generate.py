@@ -1,7 +1,11 @@
 """``graphstore generate``: write a seeded synthetic graph to an ``.npz`` that ``graphstore partition``
-reads: power-law degrees, community structure, labels from communities, and features = class center +
-noise, so a GNN beats a features-only model. Output arrays: src, dst, feat, label, community,
-train_mask, val_mask, test_mask.
+reads. ``--schema homogeneous`` (default): power-law degrees, community structure, labels from
+communities, and features = class center + noise, so a GNN beats a features-only model; arrays src,
+dst, feat, label, community, train_mask, val_mask, test_mask. ``--schema mag``: papers, authors,
+institutions and fields of study in ogbn-mag's proportions and relations (writes, cites,
+affiliated_with, has_topic, and their rev_ reverses unless --no-reverse), paper labels that the
+relations reveal far better than the paper features; typed arrays num_nodes/<ntype>,
+node/<ntype>/<name>, edge/<src>:<etype>:<dst>/src|dst.
 """
 
 from __future__ import annotations
@@ -11,50 +15,111 @@ import json
 import os
 import time
 
-from graphstore.launcher.commands.arguments import add_command, dataclass_from_args
+from graphstore.launcher.commands.arguments import add_command
 from graphstore.partition.partitioner import peak_rss_bytes
+
+SCHEMAS = ("homogeneous", "mag")
+# config fields that both schemas take, each with its own default (a flag left out keeps it)
+_SHARED_FIELDS = ("feat_dim", "num_classes", "homophily", "feat_signal")
+# homogeneous-only flags, and why they do not apply to mag
+_HOMOGENEOUS_ONLY = {
+    "avg_degree": ("--avg-degree", "edge counts follow ogbn-mag's proportions"),
+    "communities_per_class": ("--communities-per-class", "each class is one community"),
+    "train_frac": ("--train-frac", "the split follows the paper year, as in ogbn-mag"),
+    "val_frac": ("--val-frac", "the split follows the paper year, as in ogbn-mag"),
+}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the ``generate`` subcommand."""
     parser = add_command(subparsers, "generate", "write a seeded synthetic graph (.npz)", __doc__)
-    parser.add_argument("--num-nodes", type=int, required=True, help="number of nodes N")
-    parser.add_argument("--avg-degree", type=float, default=10.0, help="directed edges per node (default 10)")
-    parser.add_argument("--feat-dim", type=int, default=32, help="feature width (default 32)")
-    parser.add_argument("--num-classes", type=int, default=10, help="number of labels (default 10)")
+    parser.add_argument(
+        "--schema", default="homogeneous", help="graph shape: homogeneous (default) or mag (ogbn-mag-like)"
+    )
+    parser.add_argument(
+        "--num-nodes", type=int, required=True, help="number of nodes N (mag: over all types)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--feat-dim", type=int, help="feature width (default 32; mag: 128)")
+    parser.add_argument("--num-classes", type=int, help="number of labels (default 10; mag: 64)")
     parser.add_argument(
-        "--homophily", type=float, default=0.8, help="share of intra-community edges (default 0.8)"
+        "--homophily",
+        type=float,
+        help="share of edges inside the destination's community (default 0.8; mag: 0.3)",
     )
     parser.add_argument(
-        "--communities-per-class", type=int, default=4, help="communities per label (default 4)"
+        "--feat-signal", type=float, help="class-center length vs unit noise (default 2; mag: 2)"
     )
+    parser.add_argument("--avg-degree", type=float, help="directed edges per node (default 10; not mag)")
     parser.add_argument(
-        "--feat-signal", type=float, default=2.0, help="class-center length vs unit noise (default 2)"
+        "--communities-per-class", type=int, help="communities per label (default 4; not mag)"
     )
+    parser.add_argument("--train-frac", type=float, help="fraction of training nodes (default 0.1; not mag)")
+    parser.add_argument("--val-frac", type=float, help="fraction of validation nodes (default 0.1; not mag)")
     parser.add_argument(
-        "--train-frac", type=float, default=0.1, help="fraction of training nodes (default 0.1)"
-    )
-    parser.add_argument(
-        "--val-frac", type=float, default=0.1, help="fraction of validation nodes (default 0.1)"
+        "--no-reverse", action="store_true", help="mag: leave out the rev_<etype> reverse relations"
     )
     parser.add_argument("--out", required=True, help="output .npz path")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     parser.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    """Generate the graph; prints one json line of what was written."""
+def _given(args: argparse.Namespace, fields) -> dict:
+    """The flags among ``fields`` that were given on the command line, by config field name."""
+    return {name: getattr(args, name) for name in fields if getattr(args, name) is not None}
+
+
+def _run_homogeneous(args: argparse.Namespace) -> dict:
     from graphstore.partition.generate import GeneratorConfig, write_generated_graph
 
-    cfg = dataclass_from_args(GeneratorConfig, args)
-    start = time.perf_counter()
+    if args.no_reverse:
+        raise ValueError("--no-reverse applies only to --schema mag")
+    cfg = GeneratorConfig(
+        num_nodes=args.num_nodes,
+        seed=args.seed,
+        **_given(args, _SHARED_FIELDS),
+        **_given(args, _HOMOGENEOUS_ONLY),
+    )
     shapes = write_generated_graph(cfg, args.out, overwrite=args.overwrite)
+    return {"num_nodes": cfg.num_nodes, "num_edges": cfg.num_edges, "arrays": shapes}
+
+
+def _run_mag(args: argparse.Namespace) -> dict:
+    from graphstore.partition.generate_mag import MagConfig, write_mag_graph
+    from graphstore.partition.typed_input import edge_key
+
+    for name, (flag, why) in _HOMOGENEOUS_ONLY.items():
+        if getattr(args, name) is not None:
+            raise ValueError(f"{flag} does not apply to --schema mag ({why}); got {getattr(args, name)}")
+    cfg = MagConfig(
+        num_nodes=args.num_nodes, seed=args.seed, reverse=not args.no_reverse, **_given(args, _SHARED_FIELDS)
+    )
+    shapes = write_mag_graph(cfg, args.out, overwrite=args.overwrite)
+    edges = {":".join(e): shapes[edge_key(e, "src")][0] for e in cfg.canonical_etypes()}
+    return {
+        "num_nodes": cfg.num_nodes,
+        "num_edges": sum(edges.values()),
+        "num_nodes_per_type": cfg.node_counts(),
+        "num_edges_per_type": edges,
+        "arrays": shapes,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    """Generate the graph; prints one json line of what was written.
+
+    Raises:
+        ValueError: an unknown ``--schema``, a flag that does not apply to it, or an invalid parameter.
+    """
+    if args.schema not in SCHEMAS:
+        raise ValueError(f"--schema must be one of {', '.join(SCHEMAS)}; got {args.schema!r}")
+    start = time.perf_counter()
+    written = _run_mag(args) if args.schema == "mag" else _run_homogeneous(args)
     report = {
         "out": os.path.abspath(args.out),
-        "num_nodes": cfg.num_nodes,
-        "num_edges": cfg.num_edges,
-        "arrays": {k: list(v) for k, v in shapes.items()},
+        "schema": args.schema,
+        **written,
+        "arrays": {k: list(v) for k, v in written["arrays"].items()},
         "bytes": os.path.getsize(args.out),
         "seconds": round(time.perf_counter() - start, 2),
         "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),

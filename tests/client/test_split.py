@@ -167,7 +167,11 @@ def test_rank_and_world_from_environment(monkeypatch):
         ({"nodes": np.ones(20, dtype=bool), "rank": 0, "world_size": 0}, ValueError, "world_size"),
         ({"nodes": np.array([0.5, 1.5])}, TypeError, "float64"),
         ({"nodes": np.array([3, 25])}, IndexError, "25"),
-        ({"nodes": np.ones(20, dtype=bool), "ntype": "user"}, ValueError, "user"),
+        (
+            {"nodes": np.ones(20, dtype=bool), "ntype": "user"},
+            KeyError,
+            "unknown node type .user.; the graph has",
+        ),
         ({"nodes": np.ones((4, 5), dtype=bool)}, ValueError, r"\(4, 5\)"),
     ],
 )

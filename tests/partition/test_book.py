@@ -120,7 +120,7 @@ def test_policy(book):
         edge.to_local(np.array([0]))
     with pytest.raises(ValueError, match="policy_str='graph'"):
         PartitionPolicy("graph", book)
-    with pytest.raises(ValueError, match="unknown node type"):
+    with pytest.raises(KeyError, match="unknown node type 'paper'; the graph has \\['_N'\\]"):
         PartitionPolicy("node:paper", book)
 
 

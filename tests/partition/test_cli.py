@@ -65,9 +65,9 @@ def test_generate_then_partition_prints_stats(tmp_path, capsys, generated):
     assert sum(int(r[2].replace(",", "")) for r in rows) == 18000
     config_path = out / "g.json"
     config = read_config(str(config_path))
-    assert config["node_feats"]["feat"]["dtype"] == "bfloat16"
+    assert config["node_feats"]["_N"]["feat"]["dtype"] == "bfloat16"
     assert config["balance"] == {"ntypes": ["train_mask"], "edges": False}
-    assert load_partition(str(config_path), 2).node_feats["feat"].dtype == np.uint16
+    assert load_partition(str(config_path), 2).node_feats["_N"]["feat"].dtype == np.uint16
 
 
 def test_partition_json_output_and_edge_list(tmp_path, capsys):

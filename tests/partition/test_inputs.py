@@ -38,7 +38,7 @@ def test_npz_members_are_memory_mapped_and_equal(tmp_path):
     # compressed members are read instead
     np.savez_compressed(tmp_path / "c.npz", **graph)
     compressed = load_graph(str(tmp_path / "c.npz"))
-    np.testing.assert_array_equal(compressed.node_data["feat"], graph["feat"])
+    np.testing.assert_array_equal(compressed.node_data["_N"]["feat"], graph["feat"])
 
 
 def test_npz_node_and_edge_arrays_by_length(tmp_path):
@@ -46,7 +46,7 @@ def test_npz_node_and_edge_arrays_by_length(tmp_path):
     np.savez(path, **small_graph())
     graph = load_graph(str(path))
     assert graph.num_nodes == 5 and graph.num_edges == 6
-    assert set(graph.node_data) == {"feat"} and set(graph.edge_data) == {"w"}
+    assert set(graph.node_data["_N"]) == {"feat"} and set(graph.edge_data["_N:_E:_N"]) == {"w"}
     np.savez(path, num_nodes=np.int64(8), src=np.array([0, 7]), dst=np.array([7, 0]))
     assert load_graph(str(path)).num_nodes == 8
 
@@ -62,7 +62,9 @@ def test_edge_list_whitespace_csv_comments_and_weights(tmp_path):
     csv.write_text("0,3,0.5\n3,1,1.5\n")
     graph = load_graph(str(csv), num_nodes=10)
     assert graph.num_nodes == 10
-    np.testing.assert_array_equal(graph.edge_data["weight"], np.array([0.5, 1.5], dtype=np.float32))
+    np.testing.assert_array_equal(
+        graph.edge_data["_N:_E:_N"]["weight"], np.array([0.5, 1.5], dtype=np.float32)
+    )
     result = partition_graph(str(csv), "el", 2, str(tmp_path / "out"), part_method="random")
     assert result.num_edges == 2
 
@@ -178,7 +180,7 @@ def test_load_partition_errors(tmp_path):
     bad.write_text('{"format_version": 1}')
     with pytest.raises(ConfigError, match="lacks fields"):
         load_partition_book(str(bad))
-    text = open(config_path).read().replace('"format_version": 1', '"format_version": 99')
+    text = open(config_path).read().replace('"format_version": 2', '"format_version": 99')
     bad.write_text(text)
     with pytest.raises(ConfigError, match="format_version=99"):
         load_partition_book(str(bad))

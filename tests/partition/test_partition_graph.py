@@ -45,10 +45,12 @@ def test_every_edge_once_with_its_data_and_node_arrays_round_trip(tmp_path, meth
         np.testing.assert_array_equal(orig_nid[new_dst], graph["dst"][orig_eid])
         np.testing.assert_array_equal(orig_nid[np.asarray(p.in_src)], graph["src"][orig_eid])
         # edge and node data travel with their edges and nodes
-        np.testing.assert_array_equal(p.edge_feats["weight"], graph["weight"][orig_eid])
-        np.testing.assert_array_equal(p.node_feats["feat"], graph["feat"][np.asarray(p.orig_nid)])
-        np.testing.assert_array_equal(p.node_feats["label"], graph["label"][np.asarray(p.orig_nid)])
-        np.testing.assert_array_equal(p.node_feats["train_mask"], graph["train_mask"][np.asarray(p.orig_nid)])
+        np.testing.assert_array_equal(p.edge_feats["_N:_E:_N"]["weight"], graph["weight"][orig_eid])
+        np.testing.assert_array_equal(p.node_feats["_N"]["feat"], graph["feat"][np.asarray(p.orig_nid)])
+        np.testing.assert_array_equal(p.node_feats["_N"]["label"], graph["label"][np.asarray(p.orig_nid)])
+        np.testing.assert_array_equal(
+            p.node_feats["_N"]["train_mask"], graph["train_mask"][np.asarray(p.orig_nid)]
+        )
         # within a partition, in-edges are sorted by destination: positions are the edge IDs
         assert np.all(np.diff(new_dst) >= 0)
     all_eids = np.concatenate(seen_eids)
@@ -62,7 +64,7 @@ def test_ranges_cover_all_ids_without_overlap(tmp_path):
     config_path, _ = make_partitioned_graph(tmp_path, num_nodes=500, num_parts=4, method="metis")
     config, parts = gather_partitions(config_path)
     node_ranges = config["node_map"]["_N"]
-    edge_ranges = config["edge_map"]["_E"]
+    edge_ranges = config["edge_map"]["_N:_E:_N"]
     for ranges, total in ((node_ranges, config["num_nodes"]), (edge_ranges, config["num_edges"])):
         assert ranges[0][0] == 0 and ranges[-1][1] == total
         for (_, end), (start, _) in zip(ranges[:-1], ranges[1:], strict=True):
@@ -95,7 +97,7 @@ def test_out_edges_are_the_out_edges_of_owned_nodes(tmp_path):
 def test_files_are_memory_mapped_read_only(tmp_path):
     config_path, _ = make_partitioned_graph(tmp_path, num_nodes=300, num_parts=2)
     p = load_partition(config_path, 0)
-    for arr in (p.in_src, p.in_indptr, p.node_feats["feat"]):
+    for arr in (p.in_src, p.in_indptr, p.node_feats["_N"]["feat"]):
         assert isinstance(arr, np.memmap)
         assert not arr.flags.writeable
 
@@ -106,12 +108,12 @@ def test_config_records_format_and_schemes(tmp_path):
     )
     with open(config_path) as fh:
         config = json.load(fh)
-    assert config["format_version"] == 1
+    assert config["format_version"] == 2
     assert config["graph_name"] == "testgraph"
     assert config["num_parts"] == 2 and config["part_method"] == "random"
-    assert config["node_feats"]["feat"] == {"dtype": "float32", "shape": [7]}
-    assert config["node_feats"]["label"] == {"dtype": "int64", "shape": []}
-    assert config["edge_feats"]["weight"] == {"dtype": "float32", "shape": []}
+    assert config["node_feats"]["_N"]["feat"] == {"dtype": "float32", "shape": [7]}
+    assert config["node_feats"]["_N"]["label"] == {"dtype": "int64", "shape": []}
+    assert config["edge_feats"]["_N:_E:_N"]["weight"] == {"dtype": "float32", "shape": []}
     assert [p["path"] for p in config["parts"]] == ["part0", "part1"]
     assert os.path.isdir(os.path.join(os.path.dirname(config_path), "part1"))
 
@@ -163,7 +165,7 @@ def _assert_even(counts, tolerance=0.05):
 def test_balance_ntypes_evens_out_training_nodes_on_cora(tmp_path, num_parts):
     config_path, graph = partition_cora(tmp_path, num_parts, balance_ntypes="train_mask")
     _, parts = gather_partitions(config_path)
-    counts = [int(np.asarray(p.node_feats["train_mask"]).sum()) for p in parts]
+    counts = [int(np.asarray(p.node_feats["_N"]["train_mask"]).sum()) for p in parts]
     assert sum(counts) == int(graph["train_mask"].sum()) == 140
     _assert_even(counts)
 
@@ -185,7 +187,7 @@ def test_balance_ntypes_accepts_an_array(tmp_path):
     result = partition_graph(graph, "cora", 2, str(tmp_path / "o"), balance_ntypes=categories)
     _, parts = gather_partitions(result.config_path)
     for label in range(7):
-        counts = [int((np.asarray(p.node_feats["label"]) == label).sum()) for p in parts]
+        counts = [int((np.asarray(p.node_feats["_N"]["label"]) == label).sum()) for p in parts]
         _assert_even(counts, tolerance=0.06)
 
 
@@ -193,12 +195,12 @@ def test_balance_ntypes_accepts_an_array(tmp_path):
 def test_half_precision_features_round_trip_bit_exactly(tmp_path, dtype):
     config_path, graph = make_partitioned_graph(tmp_path, num_nodes=400, num_parts=2, feat_dtype=dtype)
     config = read_config(config_path)
-    assert config["node_feats"]["feat"]["dtype"] == dtype
-    assert config["node_feats"]["label"]["dtype"] == "int64"  # only float features change
+    assert config["node_feats"]["_N"]["feat"]["dtype"] == dtype
+    assert config["node_feats"]["_N"]["label"]["dtype"] == "int64"  # only float features change
     torch_dtype = getattr(torch, dtype)
     for k in range(2):
         p = load_partition(config_path, k)
-        stored = p.node_feats["feat"]
+        stored = p.node_feats["_N"]["feat"]
         assert stored.dtype == (np.uint16 if dtype == "bfloat16" else np.float16)
         expected = torch.from_numpy(graph["feat"][np.asarray(p.orig_nid)]).to(torch_dtype)
         got = to_torch(np.asarray(stored), dtype)
@@ -215,7 +217,7 @@ def test_a_part_per_node_and_partitions_without_edges(tmp_path):
     for k in range(5):
         p = load_partition(result.config_path, k)
         total += p.num_local_edges
-        assert p.node_feats["x"][0] == float(p.orig_nid[0])
+        assert p.node_feats["_N"]["x"][0] == float(p.orig_nid[0])
     assert total == 3
 
 
@@ -225,7 +227,7 @@ def test_graphdata_and_file_inputs_match(tmp_path):
     np.savez(path, **graph)
     from_file = partition_graph(str(path), "g", 2, str(tmp_path / "a"), part_method="metis")
     from_data = partition_graph(
-        GraphData(
+        GraphData.homogeneous(
             300,
             graph["src"],
             graph["dst"],

@@ -17,7 +17,7 @@ from graphstore.types import InitSpec
 
 
 def _store() -> TensorStore:
-    return TensorStore(1, IdRange(100, 200, 300), IdRange(1000, 1500, 2000))
+    return TensorStore(1, {"node": IdRange(100, 200, 300), "edge": IdRange(1000, 1500, 2000)})
 
 
 def test_to_local_ids_checks_the_owned_range():
