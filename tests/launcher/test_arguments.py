@@ -40,6 +40,6 @@ def test_every_command_parses_its_arguments():
     args = parser.parse_args(["server", "--part-config", "g.json", "--part-id", "1", "--max-message-mb", "2"])
     assert (args.part_config, args.part_id, args.max_message_mb) == ("g.json", 1, 2)
     args = parser.parse_args(["generate", "--num-nodes", "10", "--out", "g.npz"])
-    assert args.num_nodes == 10 and args.avg_degree == 10.0
+    assert args.num_nodes == 10 and args.schema == "homogeneous" and args.avg_degree is None  # config default
     args = parser.parse_args(["launch", "--config", "c.yaml", "--", "python", "t.py"])
     assert args.command == ["--", "python", "t.py"]
