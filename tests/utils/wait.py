@@ -54,3 +54,24 @@ def wait_until(
             assert code is None, f"process {proc.pid} exited with {code} while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out after {timeout_s} s waiting for {what}"
         time.sleep(interval_s)
+
+
+def stays_false(
+    predicate: Callable[[], object], window_s: float, what: str, *, interval_s: float = 0.02
+) -> None:
+    """Check that something does not happen within a window: poll ``predicate`` for ``window_s`` seconds.
+
+    For a negative claim about a background thread ("no checkpoint after 2 of 3 updates"): correct code
+    passes whatever the scheduler does; a wrong one fails as soon as the predicate turns true within the
+    window (it can only be missed when it would turn true later than that).
+
+    Raises:
+        AssertionError: ``predicate`` returned something truthy (naming ``what``).
+    """
+    deadline = time.monotonic() + window_s
+    while True:
+        value = predicate()
+        assert not value, f"{what} happened: {value!r}"
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(interval_s)
