@@ -164,13 +164,17 @@ def test_run_parallel_runs_concurrently_in_order_and_reraises(standalone):
 
     assert ctx.run_parallel([lambda v=v: wait_then(v) for v in "abc"]) == ["a", "b", "c"]
     finished = []
+    failed = threading.Event()
 
     def slow_ok():
+        # Still running when the other call raises, then a little more work before it finishes.
+        assert failed.wait(30), "the failing call never ran"
         time.sleep(0.2)
         finished.append(True)
         return 1
 
     def fail():
+        failed.set()
         raise KeyError("boom")
 
     with pytest.raises(KeyError, match="boom"):
