@@ -126,7 +126,7 @@ def test_find_edges_and_degrees_match_the_graph(dist):
         g.in_degrees(torch.tensor([0.5]))
 
 
-def test_barrier_holds_a_reader_until_the_writer_arrived(graph_files, cluster, tmp_path):
+def test_barrier_holds_a_reader_until_the_writer_arrived(graph_files, cluster):
     """Two trainer processes: the reader waits at the barrier before the writer has even written (the
     writer starts writing only once the reader is inside the barrier, or has already finished), so the
     reader sees the write if and only if the barrier held it until the writer arrived."""
