@@ -1,7 +1,13 @@
 """DistGraph against 2 real servers (RPC only / co-located) and standalone: sizes, data views, structure
-queries against the original graph, partition policies, barrier, node_split over a DistTensor mask."""
+queries against the original graph, partition policies, a barrier between two trainer processes,
+node_split over a DistTensor mask."""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,9 +17,22 @@ from graphstore.client import api
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.split import node_split
+from graphstore.client.transport import RemotePartition
 from graphstore.partition import PartitionPolicy, RangePartitionBook
 from tests.client import test_dist_tensor as shared
-from tests.client.test_dist_tensor import GRAPH_NAME, NUM_NODES, unique_name
+from tests.client.test_dist_tensor import (
+    GRAPH_NAME,
+    NUM_NODES,
+    cluster_config,
+    connected,
+    end_processes,
+    trainer_group_env,
+    unique_name,
+)
+from tests.utils.barriers import barrier_has_waiters, dist_graph_barrier_name
+from tests.utils.wait import wait_until
+
+BARRIER_TRAINER = str(Path(__file__).with_name("barrier_trainer.py"))
 
 # The shared fixtures: a 2-partition graph, its 2 servers, and a client in each mode.
 graph_files = shared.graph_files
@@ -107,9 +126,45 @@ def test_find_edges_and_degrees_match_the_graph(dist):
         g.in_degrees(torch.tensor([0.5]))
 
 
-def test_barrier_single_trainer(dist):
-    dist.graph.barrier()
-    dist.graph.barrier(timeout_s=5)
+def test_barrier_holds_a_reader_until_the_writer_arrived(graph_files, cluster):
+    """Two trainer processes: the reader waits at the barrier before the writer has even written (the
+    writer starts writing only once the reader is inside the barrier, or has already finished), so the
+    reader sees the write if and only if the barrier held it until the writer arrived."""
+    config = cluster_config(cluster, graph_files[0], "auto")
+    tensor_name = unique_name("barrier")
+    env = trainer_group_env()
+    barrier_name = dist_graph_barrier_name(GRAPH_NAME, env["MASTER_ADDR"], env["MASTER_PORT"])
+
+    def trainer(role: str, rank: int) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, BARRIER_TRAINER, role, json.dumps(config), tensor_name, str(NUM_NODES)],
+            env={**env, "RANK": str(rank)},
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    reader, writer = trainer("reader", 1), trainer("writer", 0)
+    probe = RemotePartition(cluster.addresses[0], 0)
+    try:
+        wait_until(
+            lambda: reader.poll() is not None or barrier_has_waiters(probe.barrier, barrier_name),
+            120,
+            "the reader to wait at the barrier",
+        )
+        writer.stdin.write("go\n")
+        writer.stdin.flush()
+        read, reader_err = reader.communicate(timeout=120)
+        _, writer_err = writer.communicate(timeout=120)
+        assert reader.returncode == 0, f"reader exited {reader.returncode}: {reader_err[-2000:]}"
+        assert writer.returncode == 0, f"writer exited {writer.returncode}: {writer_err[-2000:]}"
+        assert json.loads(read.splitlines()[-1]) == [[42.0]], "the reader passed the barrier before the write"
+    finally:
+        probe.close()
+        end_processes([reader, writer])
+    with connected(config):
+        assert DistTensor.attach(tensor_name).delete()
 
 
 def test_node_split_of_a_dist_tensor_mask(dist):
@@ -135,7 +190,6 @@ def test_standalone_needs_part_config_or_initialize(monkeypatch):
 
 def test_local_read_modes_when_files_are_not_readable(graph_files, cluster, tmp_path):
     from graphstore.errors import ConfigError
-    from tests.client.test_dist_tensor import cluster_config
 
     api.exit_client()
     missing = str(tmp_path / "elsewhere" / "testgraph.json")

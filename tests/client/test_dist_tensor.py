@@ -15,6 +15,8 @@ import subprocess
 import sys
 import textwrap
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +29,7 @@ from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.launcher.local_servers import start_servers
 from graphstore.types import InitSpec
+from tests.launcher.helpers import free_ports
 from tests.utils.graphs import REPO_ROOT, make_partitioned_graph, relabeled
 
 GRAPH_NAME = "testgraph"
@@ -116,6 +119,37 @@ def dist(request, graph_files):
         graph = DistGraph(GRAPH_NAME, part_config=config_path)
     try:
         yield Dist(request.param, graph, get_context(), ref, config_path, config)
+    finally:
+        api.exit_client()
+
+
+def trainer_group_env(world_size: int = 2) -> dict[str, str]:
+    """The environment of trainer processes of one new group (its own MASTER_PORT, so its own barrier);
+    each process adds its ``RANK``."""
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO_ROOT),
+        "WORLD_SIZE": str(world_size),
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_ports(1)[0]),
+    }
+
+
+def end_processes(procs: list[subprocess.Popen]) -> None:
+    """Kill and reap the processes that are still running (clean-up after a failure)."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+@contextmanager
+def connected(config: dict) -> Iterator[ClientContext]:
+    """This process connected to the cluster ``config`` for the ``with`` block."""
+    api.exit_client()
+    ctx = api.initialize(config)
+    try:
+        yield ctx
     finally:
         api.exit_client()
 
@@ -440,13 +474,7 @@ def test_two_client_processes_write_disjoint_rows_and_read_each_other(graph_file
     name = unique_name("shared")
     script = tmp_path / "writer.py"
     script.write_text(_WRITER)
-    env_base = {
-        **os.environ,
-        "WORLD_SIZE": "2",
-        "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": uuid.uuid4().hex[:6],
-    }
-    env_base["PYTHONPATH"] = str(REPO_ROOT)
+    env_base = trainer_group_env()
     procs = []
     try:
         for rank in range(2):
@@ -463,16 +491,9 @@ def test_two_client_processes_write_disjoint_rows_and_read_each_other(graph_file
         for rank, (proc, (_, err)) in enumerate(zip(procs, outputs, strict=True)):
             assert proc.returncode == 0, f"writer {rank} exited {proc.returncode}: {err[-2000:]}"
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait(10)
-    api.exit_client()
-    api.initialize(config)
-    try:
+        end_processes(procs)
+    with connected(config):
         rows = DistTensor.attach(name)[0:NUM_NODES].numpy()
         ids = np.arange(NUM_NODES)
         np.testing.assert_array_equal(rows, ids[:, None] * 10.0 + np.arange(4) + (ids % 2)[:, None] * 0.5)
         DistTensor.attach(name).delete()
-    finally:
-        api.exit_client()

@@ -7,6 +7,8 @@ real servers in subprocesses.
 
 from __future__ import annotations
 
+from statistics import NormalDist
+
 import numpy as np
 import pytest
 import torch
@@ -29,9 +31,18 @@ pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in 
 NUM_NODES = 1500
 
 
-def chi_square_critical(dof: int, z: float = 3.09) -> float:
-    """Upper 99.9% quantile of chi-square(dof), Wilson-Hilferty approximation."""
+def chi_square_critical(dof: int, p: float = 1e-3) -> float:
+    """The value chi-square(dof) exceeds with probability ``p`` (Wilson-Hilferty approximation)."""
+    z = NormalDist().inv_cdf(1 - p)
     return dof * (1 - 2 / (9 * dof) + z * np.sqrt(2 / (9 * dof))) ** 3
+
+
+def chi_square_uniform(values: np.ndarray, num_bins: int) -> float:
+    """Pearson's statistic of ``values`` (integers in ``[0, num_bins)``) against the uniform distribution."""
+    counts = np.bincount(values, minlength=num_bins)
+    assert counts.size == num_bins, f"values outside [0, {num_bins})"
+    expected = len(values) / num_bins
+    return float(((counts - expected) ** 2).sum() / expected)
 
 
 @pytest.fixture(scope="module")
@@ -264,11 +275,29 @@ def test_uniform_negative_sampler(standalone):
     neg_src, neg_dst = Uniform(4, seed=1)(g, eids)
     np.testing.assert_array_equal(neg_src.numpy(), np.repeat(new["src"][:300], 4))
     assert neg_dst.shape == (1200,) and 0 <= int(neg_dst.min()) and int(neg_dst.max()) < NUM_NODES
-    # roughly uniform destinations
-    counts = np.bincount(Uniform(1, seed=2).from_sources(np.zeros(150_000, np.int64), NUM_NODES)[1].numpy())
-    assert counts.size == NUM_NODES and counts.min() > 40
     with pytest.raises(ValueError, match="k"):
         Uniform(0)
+
+
+def test_uniform_negative_destinations_pass_a_chi_square_test_that_biased_ones_fail():
+    """Destinations of 1.5 M negatives over 1,500 nodes (1,000 expected per node) against the uniform
+    distribution: Pearson's chi-square must stay below the value a uniform sampler exceeds with
+    probability 1e-6 (the seed is fixed, so the verdict is the same on every run). Two biased samplers
+    of the same size fail the same test: one that never draws the last node (an off-by-one) and one
+    that draws the lower half of the IDs 10% more often."""
+    draws, threshold = 1_500_000, chi_square_critical(NUM_NODES - 1, p=1e-6)
+    sources = np.zeros(draws // 3, np.int64)
+    _, neg_dst = Uniform(3, seed=2).from_sources(sources, NUM_NODES)
+    assert neg_dst.shape == (draws,)
+    statistic = chi_square_uniform(neg_dst.numpy(), NUM_NODES)
+    assert statistic < threshold, (statistic, threshold)
+
+    rng = np.random.default_rng(3)
+    off_by_one = rng.integers(0, NUM_NODES - 1, draws)
+    weights = np.where(np.arange(NUM_NODES) < NUM_NODES // 2, 1.1, 1.0)
+    low_heavy = rng.choice(NUM_NODES, draws, p=weights / weights.sum())
+    for name, biased in (("off by one", off_by_one), ("lower half 10% heavier", low_heavy)):
+        assert chi_square_uniform(biased, NUM_NODES) > threshold, name
 
 
 # -- co-located vs remote -----------------------------------------------------------------------------

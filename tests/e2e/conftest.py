@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.launcher.helpers import CLI, REPO, LaunchRun, free_ports, kill_pids, wait_gone, write_cluster
+from tests.utils.graphs import make_partitioned_graph, relabeled
 
 GRAPH_NAME = "e2e"
 NUM_CLASSES = 4
@@ -142,3 +144,31 @@ def last_line(output: str) -> str:
 
 def result_path(tmp_path: Path, name: str) -> str:
     return str(tmp_path / name)
+
+
+@dataclass
+class CompatGraph:
+    """A standalone DistGraph opened through the DGL compatibility namespace."""
+
+    graph: object  # graphstore.compat.dgl.distributed.DistGraph
+    ref: dict  # the graph's arrays in partitioned IDs (what DistGraph serves)
+    config: str  # the partition config path
+
+
+@pytest.fixture(scope="session")
+def compat_files(tmp_path_factory) -> tuple[str, dict]:
+    """A 600-node graph in 2 partitions: ``(partition config path, arrays in partitioned IDs)``."""
+    folder = tmp_path_factory.mktemp("compat-graph")
+    config, graph = make_partitioned_graph(folder, num_nodes=600, num_parts=2, feat_dim=8, method="random")
+    return config, relabeled(graph)
+
+
+@pytest.fixture
+def compat_graph(compat_files):
+    """``dgl.distributed.DistGraph("testgraph", part_config=...)`` (standalone), closed after the test."""
+    import graphstore.compat.dgl as dgl
+
+    config, ref = compat_files
+    dgl.distributed.exit_client()
+    yield CompatGraph(dgl.distributed.DistGraph("testgraph", part_config=config), ref, config)
+    dgl.distributed.exit_client()

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.utils.wait import wait_until
+
 REPO = Path(__file__).resolve().parents[2]
 TRAINER_SCRIPT = str(Path(__file__).resolve().parent / "trainer_script.py")
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
@@ -170,28 +172,25 @@ def start_server_process(part_config: str, part_id: int, port: int, log_path: Pa
 
 
 def wait_serving(addresses: list[str], procs: list[subprocess.Popen], timeout_s: float = 60.0) -> None:
+    """Wait until every server reports SERVING; fails early when its process exits."""
     from graphstore.launcher.control import SERVING, probe_health
 
     deadline = time.monotonic() + timeout_s
     for address, proc in zip(addresses, procs, strict=True):
-        while probe_health(address, timeout_s=1.0) != SERVING:
-            if proc.poll() is not None:
-                raise AssertionError(f"server for {address} exited with {proc.returncode}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"server {address} not SERVING after {timeout_s} s")
-            time.sleep(0.05)
+        wait_until(
+            lambda address=address: probe_health(address, timeout_s=1.0) == SERVING,
+            max(deadline - time.monotonic(), 0.0),
+            f"server {address} to be SERVING",
+            alive=proc,
+            interval_s=0.05,
+        )
 
 
 def wait_for_pid_files(folder, count: int, timeout_s: float = 60.0, alive: subprocess.Popen | None = None):
     """Wait until ``count`` PID files exist in ``folder``; fails early when ``alive`` exits first."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
+
+    def enough() -> dict[str, int] | None:
         pids = read_pid_files(folder) if Path(folder).is_dir() else {}
-        if len(pids) >= count:
-            return pids
-        if alive is not None and alive.poll() is not None:
-            raise AssertionError(
-                f"process {alive.pid} exited with {alive.returncode} before writing its PIDs"
-            )
-        time.sleep(0.05)
-    raise AssertionError(f"expected {count} PID files in {folder} within {timeout_s} s")
+        return pids if len(pids) >= count else None
+
+    return wait_until(enough, timeout_s, f"{count} PID files in {folder}", alive=alive, interval_s=0.05)

@@ -20,6 +20,16 @@ def spec(role: str, rank: int, code: str, *args: str) -> ProcessSpec:
     return ProcessSpec(role, rank, (PY, "-c", code, *args))
 
 
+# The start of a child that waits (at most a minute) until the file named by its first argument exists.
+WAIT_FOR_FILE = """
+import os, sys, time
+deadline = time.monotonic() + 60
+while not os.path.exists(sys.argv[1]):
+    if time.monotonic() > deadline:
+        sys.exit(99)
+    time.sleep(0.02)
+"""
+
 # A child that starts a grandchild (which sleeps), writes both PIDs, then sleeps itself.
 SPAWN_AND_SLEEP = """
 import os, subprocess, sys, time
@@ -56,9 +66,11 @@ def test_wait_returns_first_failure_and_terminate_ends_groups(tmp_path):
     try:
         sleeper = sup.start(spec("server", 0, SPAWN_AND_SLEEP, str(tmp_path), "sleeper"))
         wait_for_pid_files(tmp_path, 2)
-        good = sup.start(spec("trainer", 0, "pass"))
+        done = tmp_path / "good.done"
+        good = sup.start(spec("trainer", 0, "import sys; open(sys.argv[1], 'w').close()", str(done)))
+        # The bad trainer fails once the good one has finished: a success, then the failure.
         bad = sup.start(
-            spec("trainer", 1, "import sys, time; time.sleep(0.2); sys.stderr.write('boom\\n'); sys.exit(3)")
+            spec("trainer", 1, WAIT_FOR_FILE + "sys.stderr.write('boom\\n'); sys.exit(3)\n", str(done))
         )
         result = sup.wait([good, bad], timeout_s=30)
         assert result.exit_code == 3 and result.failed is bad
@@ -73,10 +85,19 @@ def test_wait_returns_first_failure_and_terminate_ends_groups(tmp_path):
         kill_pids(read_pid_files(tmp_path).values())
 
 
-def test_a_watched_process_failing_ends_the_wait():
+def test_a_watched_process_failing_ends_the_wait(tmp_path):
+    started = tmp_path / "trainer.started"
     with Supervisor(stdout=io.StringIO(), stderr=io.StringIO()) as sup:
-        server = sup.start(spec("server", 0, "import sys, time; time.sleep(0.3); sys.exit(7)"))
-        trainer = sup.start(spec("trainer", 0, "import time; time.sleep(600)"))
+        # The server fails once the trainer runs.
+        server = sup.start(spec("server", 0, WAIT_FOR_FILE + "sys.exit(7)\n", str(started)))
+        trainer = sup.start(
+            spec(
+                "trainer",
+                0,
+                "import sys, time; open(sys.argv[1], 'w').close(); time.sleep(600)",
+                str(started),
+            )
+        )
         result = sup.wait([trainer], timeout_s=30)
         assert result.exit_code == 7 and result.failed is server
         # With an explicit watch list that leaves the server out, only the targets count.

@@ -8,7 +8,8 @@ Modes:
   reads everyone's), trains a linear classifier for a few DDP steps on pulled features, checks that
   every rank ends with identical weights, and writes ``OUT/result-RANK.json``.
 - ``fail``: every rank writes its PID and a grandchild's PID to ``OUT``; rank ``--fail-rank`` then
-  exits with ``--exit-code``; the others sleep (launch must end them).
+  waits until every rank has done so and exits with ``--exit-code``; the others sleep (launch must end
+  them).
 - ``sleep``: every rank writes its PIDs and sleeps (launch must end them on SIGTERM).
 
 Also accepts ``--graph-name``, ``--part-config`` and ``--epochs`` like ``examples/train_dist.py``,
@@ -32,6 +33,15 @@ def write_pids(out: Path, rank: int) -> None:
     grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
     (out / f"trainer-{rank}-grandchild.pid").write_text(str(grandchild.pid))
     (out / f"trainer-{rank}.pid").write_text(str(os.getpid()))
+
+
+def wait_for_pid_files(out: Path, world_size: int, timeout_s: float = 60.0) -> None:
+    """Block until every rank wrote its PID files (exit 1 after ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while len(list(out.glob("trainer-*.pid"))) < 2 * world_size:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"not every rank wrote its PID files to {out} within {timeout_s} s")
+        time.sleep(0.02)
 
 
 def train(args: argparse.Namespace, rank: int, world_size: int) -> dict:
@@ -124,7 +134,8 @@ def main() -> int:
     if args.mode in ("fail", "sleep"):
         write_pids(out, rank)
         if args.mode == "fail" and rank == args.fail_rank:
-            time.sleep(0.5)
+            # Fail once every rank has recorded its PIDs, so the test can check that all of them end.
+            wait_for_pid_files(out, world_size)
             print(f"trainer {rank} failing on purpose with exit code {args.exit_code}", file=sys.stderr)
             return args.exit_code
         time.sleep(600)

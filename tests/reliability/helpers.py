@@ -116,6 +116,15 @@ def wait_started(server: ServerProc, timeout_s: float = 60.0, security=None) -> 
             time.sleep(0.05)
 
 
+def progress(out: Path, ranks: int = 2) -> int:
+    """The fewest steps any trainer of ``train_script.py`` (writing into ``out``) has reported done."""
+    done = []
+    for rank in range(ranks):
+        path = out / f"progress-{rank}"
+        done.append(int(path.read_text() or 0) if path.exists() else 0)
+    return min(done)
+
+
 def kill9(server: ServerProc) -> None:
     """SIGKILL the server (a crash: no shutdown, no final checkpoint) and reap it."""
     os.kill(server.proc.pid, signal.SIGKILL)

@@ -13,13 +13,13 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 from graphstore.client.transport import RemotePartition
-from tests.reliability.helpers import REPO, cluster_dict, free_ports, write_yaml
+from tests.reliability.helpers import REPO, cluster_dict, free_ports, progress, write_yaml
+from tests.utils.wait import wait_until
 
 TRAIN_SCRIPT = str(Path(__file__).with_name("train_script.py"))
 VISITOR = str(Path(__file__).with_name("visitor.py"))
@@ -27,27 +27,11 @@ STEPS = 30
 PAUSE_AT = 10
 
 
-def _progress(out: Path) -> int:
-    values = []
-    for rank in range(2):
-        path = out / f"progress-{rank}"
-        values.append(int(path.read_text() or 0) if path.exists() else 0)
-    return min(values)
-
-
-def _wait(condition, run, what: str, timeout_s: float = 120.0) -> None:
-    end = time.monotonic() + timeout_s
-    while not condition():
-        assert run.proc.poll() is None, f"the job ended while waiting for {what}:\n{run.output}"
-        assert time.monotonic() < end, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _train(tmp_path: Path, part_config: str, launcher, name: str, visit=None) -> np.ndarray:
     ports = free_ports(2)
     config = write_yaml(tmp_path / f"{name}.yaml", cluster_dict(part_config, ports, trainers_per_host=2))
     out = tmp_path / name
-    args = [sys.executable, TRAIN_SCRIPT, "--out", str(out), "--steps", str(STEPS), "--step-sleep", "0.05"]
+    args = [sys.executable, TRAIN_SCRIPT, "--out", str(out), "--steps", str(STEPS)]
     if visit is not None:
         args += ["--pause-at", str(PAUSE_AT), "--resume-file", str(out / "resume")]
         args += ["--hold-file", str(out / "finish")]
@@ -67,15 +51,16 @@ def test_visitors_do_not_disturb_a_training_job(graph, tmp_path, launcher):
     seen: dict = {}
 
     def visit(config: Path, out: Path, run, address: str) -> None:
-        _wait(lambda: _progress(out) >= PAUSE_AT, run, "the job to reach its pause")
+        wait_until(lambda: progress(out) >= PAUSE_AT, 120, "the job to reach its pause", alive=run.proc)
         remote = RemotePartition(address, 0)
         procs, logs = {}, {}
 
-        def start(name: str, linger: float) -> None:
+        def start(name: str) -> None:
             logs[name] = open(out.parent / f"{name}.log", "w")
             procs[name] = subprocess.Popen(
                 [sys.executable, VISITOR, "--config", str(config), "--expect-feat", str(expect)]
-                + ["--out", str(out.parent / f"{name}.json"), "--name", name, "--linger", str(linger)],
+                + ["--out", str(out.parent / f"{name}.json"), "--name", name]
+                + ["--leave-file", str(out.parent / f"{name}.leave")],
                 stdout=logs[name],
                 stderr=subprocess.STDOUT,
                 cwd=REPO,
@@ -86,13 +71,20 @@ def test_visitors_do_not_disturb_a_training_job(graph, tmp_path, launcher):
             return [s.name for s in remote.list_tensors()]
 
         try:
-            for name, linger in (("eval", 0.0), ("infer", 3.0), ("killed", 120.0)):
-                start(name, linger)
+            (out.parent / "eval.leave").write_text("")  # eval leaves as soon as it has done its work
+            for name in ("eval", "infer", "killed"):
+                start(name)
             assert procs["eval"].wait(120) == 0, (out.parent / "eval.log").read_text()
-            _wait(lambda: {"infer_scratch", "killed_scratch"} <= set(names()), run, "the lingering visitors")
+            wait_until(
+                lambda: {"infer_scratch", "killed_scratch"} <= set(names()),
+                120,
+                "the lingering visitors",
+                alive=run.proc,
+            )
             (out / "resume").write_text("")  # training goes on while two visitors still read
-            _wait(lambda: _progress(out) >= PAUSE_AT + 5, run, "five more training steps")
+            wait_until(lambda: progress(out) >= PAUSE_AT + 5, 120, "five more training steps", alive=run.proc)
             os.kill(procs["killed"].pid, signal.SIGKILL)  # dies connected, without exit_client()
+            (out.parent / "infer.leave").write_text("")
             assert procs["infer"].wait(120) == 0, (out.parent / "infer.log").read_text()
             seen["names"] = names()
         finally:

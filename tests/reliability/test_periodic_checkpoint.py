@@ -4,7 +4,6 @@ one (an older one when the newest is damaged), triggers by update count and by t
 from __future__ import annotations
 
 import json
-import time
 
 import numpy as np
 import pytest
@@ -15,6 +14,7 @@ from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicChec
 from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
 from graphstore.server.periodic_restore import restore_checkpoint_folder, restore_latest
 from graphstore.types import InitSpec, OptimizerConfig
+from tests.utils.wait import stays_false, wait_until
 
 ADAGRAD = OptimizerConfig("adagrad", lr=0.1)
 
@@ -126,10 +126,9 @@ def test_background_thread_checkpoints_by_update_count_and_by_time(graph, tmp_pa
         for i in range(2):
             server.push("c", ids[i : i + 1], np.ones((1, 1), np.float32))
             by_count.note_update()
-        time.sleep(0.3)
-        assert list_checkpoints(tmp_path / "count", 0) == []  # 2 of 3 updates: not yet
+        stays_false(lambda: list_checkpoints(tmp_path / "count", 0), 0.3, "a checkpoint after 2 of 3 updates")
         by_count.note_update()
-        _wait_for(lambda: len(list_checkpoints(tmp_path / "count", 0)) == 1)
+        wait_until(lambda: len(list_checkpoints(tmp_path / "count", 0)) == 1, 30, "the checkpoint by count")
         assert read_manifest(list_checkpoints(tmp_path / "count", 0)[0])["updates"] == 3
     finally:
         by_count.stop(final_checkpoint=False)
@@ -137,10 +136,9 @@ def test_background_thread_checkpoints_by_update_count_and_by_time(graph, tmp_pa
     by_time = PeriodicCheckpointer(server, CheckpointPolicy(str(tmp_path / "time"), every_s=0.2))
     by_time.start()
     try:
-        time.sleep(0.5)
-        assert list_checkpoints(tmp_path / "time", 0) == []  # nothing changed: nothing written
+        stays_false(lambda: list_checkpoints(tmp_path / "time", 0), 0.5, "a checkpoint with nothing changed")
         by_time.note_update()
-        _wait_for(lambda: len(list_checkpoints(tmp_path / "time", 0)) == 1)
+        wait_until(lambda: len(list_checkpoints(tmp_path / "time", 0)) == 1, 30, "the checkpoint by time")
     finally:
         by_time.note_update()
         last = by_time.stop(final_checkpoint=True)  # the shutdown checkpoint holds the last update
@@ -156,10 +154,3 @@ def test_policy_values_are_checked():
     ):
         with pytest.raises(ValueError, match=match):
             bad.validate()
-
-
-def _wait_for(condition, timeout_s: float = 10.0) -> None:
-    end = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < end, "condition not met in time"
-        time.sleep(0.02)

@@ -40,7 +40,6 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True)
     parser.add_argument("--steps", type=int, default=40)
-    parser.add_argument("--step-sleep", type=float, default=0.0, help="pause after each step (seconds)")
     parser.add_argument("--graph-name", default="testgraph")
     parser.add_argument("--pause-at", type=int, default=None, help="before this step, wait for --resume-file")
     parser.add_argument("--resume-file", default=None)
@@ -87,8 +86,6 @@ def main() -> int:
         opt.step()
         losses.append(float(loss))
         (out / f"progress-{rank}").write_text(str(step + 1))
-        if args.step_sleep:
-            time.sleep(args.step_sleep)
     if args.hold_file:
         wait_for_file(args.hold_file)
     dist.barrier()

@@ -2,8 +2,9 @@
 
 ``initialize()`` with the cluster YAML given, then: attach to the training job's embedding and read
 rows of it, pull features and check them, sample neighbors, create its own tensor, write and read it
-back, and leave with ``exit_client()`` (its tensor is deleted). ``--linger`` keeps it connected (and
-reading) that many seconds, for a test that kills it mid-way. Writes ``--out`` (JSON) when done.
+back, and leave with ``exit_client()`` (its tensor is deleted). It keeps reading the embedding until
+``--leave-file`` exists (at least once), so a test decides when it leaves, or kills it mid-way. Writes
+``--out`` (JSON) when done.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ def main() -> int:
     parser.add_argument("--expect-feat", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--name", default="visitor")
-    parser.add_argument("--linger", type=float, default=0.0)
+    parser.add_argument("--leave-file", required=True, help="keep reading until this file exists")
     args = parser.parse_args()
 
     import numpy as np
@@ -54,10 +55,14 @@ def main() -> int:
     mine[ids] = torch.stack([ids.to(torch.float32), -ids.to(torch.float32)], dim=1)
     if not torch.equal(mine[ids][:, 0], ids.to(torch.float32)):
         raise SystemExit("visitor: its own tensor did not read back")
-    end = time.monotonic() + args.linger
-    while time.monotonic() < end:
+    deadline = time.monotonic() + 120
+    while True:
         emb[ids]
         reads += 1
+        if Path(args.leave_file).exists():
+            break
+        if time.monotonic() > deadline:
+            raise SystemExit("visitor: --leave-file never appeared")
         time.sleep(0.05)
     result = {"name": args.name, "edges": int(frontier.src.numel()), "reads": reads}
     exit_client()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
 from graphstore.errors import BarrierTimeoutError
 from graphstore.server.barrier import BarrierRegistry
+from tests.utils.barriers import barrier_has_waiters
+from tests.utils.wait import wait_until
 
 
 def _run(registry, name, count, participants, timeout=5.0):
@@ -72,8 +73,21 @@ def test_bad_arguments():
 
     t = threading.Thread(target=first)
     t.start()
-    time.sleep(0.05)
+    wait_until(lambda: barrier_has_waiters(registry.wait, "y"), 30, "participant a at barrier y")
     with pytest.raises(ValueError, match="waiting for 2 participants, this call says 3"):
         registry.wait("y", 3, 1.0, "b")
     t.join(5)
     assert timed_out == [True]
+
+
+def test_the_waiter_probe_neither_waits_nor_counts():
+    registry = BarrierRegistry()
+    assert not barrier_has_waiters(registry.wait, "z"), "nobody there"
+    results = {}
+    t = threading.Thread(target=lambda: results.__setitem__("a", registry.wait("z", 2, 30.0, "a")))
+    t.start()
+    wait_until(lambda: barrier_has_waiters(registry.wait, "z"), 30, "participant a at barrier z")
+    assert barrier_has_waiters(registry.wait, "z") and t.is_alive(), "a probe releases no one"
+    registry.wait("z", 2, 30.0, "b")
+    t.join(30)
+    assert not t.is_alive() and "a" in results, "the second participant released the first"

@@ -56,17 +56,21 @@ def test_concurrent_callers_get_their_own_rows():
 
 
 def test_below_threshold_stays_on_the_caller_and_close_is_reusable():
-    data = np.ones((100, 4), np.float64)
+    # Row i holds i in every column, and the IDs are shuffled with repeats: a gather that loses the
+    # request order, drops a slice or repeats one cannot give the same rows.
+    data = np.repeat(np.arange(100, dtype=np.float64)[:, None], 4, axis=1)
+    ids = np.random.default_rng(7).permutation(np.concatenate([np.arange(50), [3, 97, 3]]))
+    expected = data[ids]
     gatherer = RowGatherer(threads=2, min_split_bytes=1 << 20)
-    out = np.empty((50, 4))
-    gatherer.take(data, np.arange(50), out)
+    out = np.empty((len(ids), 4))
+    np.testing.assert_array_equal(gatherer.take(data, ids, out), expected)
     assert gatherer._pool is None  # nothing was handed off
     big = RowGatherer(threads=2, min_split_bytes=0)
-    big.take(data, np.arange(50), out)
-    big.close()
-    big.take(data, np.arange(50), out)  # the pool starts again after close
-    big.close()
-    np.testing.assert_array_equal(out, 1.0)
+    for _ in range(2):  # the pool starts again after close
+        out = np.full((len(ids), 4), -1.0)
+        np.testing.assert_array_equal(big.take(data, ids, out), expected)
+        np.testing.assert_array_equal(out[:, 0], ids)
+        big.close()
 
 
 def test_take_rows_never_clips_checked_ids():

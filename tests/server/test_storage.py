@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -14,6 +13,8 @@ from graphstore.server.locks import ReadWriteLock
 from graphstore.server.row_arithmetic import scatter_add
 from graphstore.server.tensor_store import TensorStore
 from graphstore.types import InitSpec
+from tests.utils.threads import run_in_threads
+from tests.utils.wait import wait_until
 
 
 def _store() -> TensorStore:
@@ -85,31 +86,66 @@ def test_store_init_validation_and_memory_guard():
     np.testing.assert_array_equal(bfloat16_bits_to_float32(store.pull("x", np.array([1000, 1499]))), 1.5)
 
 
-def test_readers_share_the_lock_and_writers_exclude_them():
+def _waiting_on(lock: ReadWriteLock) -> int:
+    """Threads blocked inside the lock (waiting on its condition)."""
+    return len(lock._cond._waiters)
+
+
+def test_readers_share_the_lock():
     lock = ReadWriteLock()
-    inside, peak, lock_guard = [0], [0], threading.Lock()
+    # Each reader holds the lock until all four hold it: readers that excluded each other never get there.
+    all_inside = threading.Barrier(4, timeout=30)
 
     def read() -> None:
         with lock.read():
-            with lock_guard:
-                inside[0] += 1
-                peak[0] = max(peak[0], inside[0])
-            time.sleep(0.05)
-            with lock_guard:
-                inside[0] -= 1
+            all_inside.wait()
 
-    readers = [threading.Thread(target=read) for _ in range(4)]
-    for t in readers:
-        t.start()
-    for t in readers:
-        t.join()
-    assert peak[0] > 1  # reads ran in parallel
+    run_in_threads(read, [()] * 4)
 
+
+def test_a_writer_excludes_readers_and_a_waiting_writer_holds_new_readers_back():
+    lock = ReadWriteLock()
     order = []
+
+    def read() -> None:
+        with lock.read():
+            order.append("read")
+
+    reader = threading.Thread(target=read)
     with lock.write():
-        t = threading.Thread(target=lambda: (lock.read().__enter__(), order.append("read")))
-        t.start()
-        time.sleep(0.05)
+        reader.start()
+        wait_until(lambda: _waiting_on(lock) == 1 or order, 30, "the reader to wait for the writer")
         order.append("write done")
-    t.join(5)
+    reader.join(30)
     assert order == ["write done", "read"]
+
+    # A reader holds the lock; a writer queues behind it; a new reader must queue behind the writer.
+    events = []
+    holder_in, holder_out = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with lock.read():
+            holder_in.set()
+            holder_out.wait(30)
+
+    def writer() -> None:
+        with lock.write():
+            events.append("write")
+
+    def late_reader() -> None:
+        with lock.read():
+            events.append("late read")
+
+    threads = [threading.Thread(target=holder)]
+    threads[0].start()
+    holder_in.wait(30)
+    threads.append(threading.Thread(target=writer))
+    threads[1].start()
+    wait_until(lambda: _waiting_on(lock) == 1, 30, "the writer to wait for the reader")
+    threads.append(threading.Thread(target=late_reader))
+    threads[2].start()
+    wait_until(lambda: _waiting_on(lock) == 2 or events, 30, "the late reader to wait for the writer")
+    holder_out.set()
+    for thread in threads:
+        thread.join(30)
+    assert events == ["write", "late read"]
