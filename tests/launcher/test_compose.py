@@ -162,11 +162,6 @@ def _package_modules() -> list[str]:
     return sorted(modules)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pyproject.toml's [tool.setuptools] packages omit graphstore.client.transport: `pip install .` "
-    "(the Dockerfile) gives a package whose graphstore.client cannot be imported",
-)
 def test_image_package_holds_every_module(image):
     script = (
         "import importlib, sys\n"
@@ -186,8 +181,8 @@ def test_image_package_holds_every_module(image):
 class ComposeOnLoopback:
     """Runs compose services as local processes: the mapping of names, ports and volumes.
 
-    Until the image's own package imports (``test_image_package_holds_every_module``), ``graphstore``
-    and ``python`` are this checkout's; everything else under ``/app`` is the built image's.
+    ``graphstore`` and ``python`` are this checkout's (the image's own package is checked by
+    ``test_image_package_holds_every_module``); everything else under ``/app`` is the built image's.
     """
 
     def __init__(self, compose: dict, tmp: Path, workdir: Path):
