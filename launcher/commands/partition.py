@@ -62,6 +62,11 @@ def format_stats(stats: dict) -> str:
         f"time: {stats['total_seconds']:.1f}s (assignment {stats['assign_seconds']:.1f}s); "
         f"peak RSS {stats['peak_rss_bytes'] / 2**30:.2f} GiB"
     )
+    type_nodes = stats.get("part_type_nodes") or {}
+    if len(type_nodes) > 1:
+        lines.append("nodes per type and partition:")
+        for ntype, counts in type_nodes.items():
+            lines.append(f"  {ntype:>16} " + " ".join(f"{c:>12,}" for c in counts))
     if stats.get("timings"):
         lines.append("steps: " + ", ".join(f"{k} {v:.1f}s" for k, v in stats["timings"].items()))
     lines.append(f"config: {stats['config_path']}")
