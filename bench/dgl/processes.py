@@ -51,6 +51,21 @@ def free_ports(count: int) -> list[int]:
             sock.close()
 
 
+def popen_in_session(
+    command: list[str], env: dict | None, out, die_with_parent: bool = False
+) -> subprocess.Popen:
+    """``command`` in a new session (its own process group), stdout and stderr to ``out``."""
+    return subprocess.Popen(
+        command,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+        preexec_fn=_die_with_parent if die_with_parent else None,
+    )
+
+
 def end_group(proc: subprocess.Popen, grace_s: float = DEFAULT_GRACE_S) -> None:
     """SIGTERM to the process group of ``proc`` (its own session), SIGKILL after ``grace_s``."""
     if proc.poll() is None:
@@ -78,14 +93,13 @@ class Children:
         self.procs: list[subprocess.Popen] = []
         self.logs: list[Path] = []
 
-    def start(self, command: list[str], *, env: dict | None = None, log_path: Path | None = None) -> subprocess.Popen:
+    def start(
+        self, command: list[str], *, env: dict | None = None, log_path: Path | None = None
+    ) -> subprocess.Popen:
         """Start ``command`` with its stdout and stderr in ``log_path`` (discarded when None)."""
         out = open(log_path, "w") if log_path is not None else subprocess.DEVNULL  # noqa: SIM115
         try:
-            proc = subprocess.Popen(
-                command, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                preexec_fn=_die_with_parent,
-            )
+            proc = popen_in_session(command, env, out, die_with_parent=True)
         finally:
             if log_path is not None:
                 out.close()
@@ -133,7 +147,9 @@ def wait_for_log_line(proc: subprocess.Popen, log_path: Path, text: str, timeout
         if text in content:
             return
         if proc.poll() is not None:
-            raise RuntimeError(f"{proc.args[:4]} exited {proc.returncode} before {text!r}:\n{content[-3000:]}")
+            raise RuntimeError(
+                f"{proc.args[:4]} exited {proc.returncode} before {text!r}:\n{content[-3000:]}"
+            )
         time.sleep(0.1)
     raise TimeoutError(f"no {text!r} in {log_path} after {timeout_s:.0f} s")
 
@@ -159,9 +175,7 @@ def run_measured(command: list[str], *, env: dict | None, log_path: Path, timeou
     """
     with open(log_path, "w") as out:
         start = time.perf_counter()
-        proc = subprocess.Popen(
-            command, env=env, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
-        )
+        proc = popen_in_session(command, env, out)
         try:
             deadline = time.monotonic() + timeout_s
             while True:

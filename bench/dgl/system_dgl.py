@@ -68,15 +68,16 @@ def partition(graph: str, name: str, out_dir: str) -> dict:
     for key in data.files:
         if key not in ("src", "dst") and data[key].shape[:1] == (num_nodes,):
             g.ndata[key] = torch.from_numpy(data[key])
-    orig_nids, _ = dgl.distributed.partition_graph(g, name, NUM_PARTS, out_dir, part_method="metis",
-                                                   return_mapping=True)  # fmt: skip
+    orig_nids, _ = dgl.distributed.partition_graph(
+        g, name, NUM_PARTS, out_dir, part_method="metis", return_mapping=True
+    )
     seconds = time.perf_counter() - start
     np.save(Path(out_dir) / "orig_nids.npy", orig_nids.numpy())
     return {"total_seconds": seconds, "num_nodes": num_nodes, "num_edges": int(src.shape[0])}
 
 
 def serve(ip_config: str) -> None:
-    """A DGL partition server: ``initialize`` in the server role (reads the DGL_* variables), never returns."""
+    """A DGL partition server: ``initialize`` in the server role (reads DGL_* variables); never returns."""
     dgl.distributed.initialize(ip_config)
 
 
@@ -95,8 +96,9 @@ def run_peer(ip_config: str, graph_name: str) -> None:
     g = dgl.distributed.DistGraph(graph_name)
     kept = []  # a DistTensor deleted early would start a collective deletion the trainer does not join
     for rows in ADAGRAD_ROWS:
-        emb = dgl.distributed.nn.DistEmbedding(g.num_nodes(), EMBEDDING_DIM, name=embedding_name(rows),
-                                               init_func=init_uniform)  # fmt: skip
+        emb = dgl.distributed.nn.DistEmbedding(
+            g.num_nodes(), EMBEDDING_DIM, name=embedding_name(rows), init_func=init_uniform
+        )
         kept += [emb, dgl.distributed.optim.SparseAdagrad([emb], lr=0.01)]
     dgl.distributed.exit_client()
 
@@ -131,7 +133,9 @@ def private_shm(command: list[str]) -> list[str]:
 
 
 @contextmanager
-def cluster(part_config: str, graph_name: str, log_dir: Path, num_clients: int, children: Children, peer=False):
+def cluster(
+    part_config: str, graph_name: str, log_dir: Path, num_clients: int, children: Children, peer=False
+):
     """Start DGL's 2 partition servers for ``num_clients`` clients; yields (ip_config, client env).
 
     With ``peer``, also the idle client of machine 1 (:func:`run_peer`), counted in ``num_clients``.
@@ -152,15 +156,32 @@ def cluster(part_config: str, graph_name: str, log_dir: Path, num_clients: int, 
             if server_id > 0:
                 command = private_shm(command)
             log = log_dir / f"dgl-server-{server_id}.log"
-            server_env = {**env, "DGL_ROLE": "server", "DGL_SERVER_ID": str(server_id), "OMP_NUM_THREADS": "1"}
+            server_env = {
+                **env,
+                "DGL_ROLE": "server",
+                "DGL_SERVER_ID": str(server_id),
+                "OMP_NUM_THREADS": "1",
+            }
             servers.append((children.start(command, env=server_env, log_path=log), log))
         for proc, log in servers:
             wait_for_log_line(proc, log, SERVER_READY, timeout_s=600)
         if peer:
-            command = [sys.executable, str(WORKER), "--system", NAME, "peer", "--ip-config", str(ip_config),
-                       "--graph-name", graph_name]  # fmt: skip
-            children.start(in_namespace_of(servers[1][0].pid, command), env={**env, "DGL_ROLE": "client"},
-                           log_path=log_dir / "dgl-peer-client.log")  # fmt: skip
+            command = [
+                sys.executable,
+                str(WORKER),
+                "--system",
+                NAME,
+                "peer",
+                "--ip-config",
+                str(ip_config),
+                "--graph-name",
+                graph_name,
+            ]
+            children.start(
+                in_namespace_of(servers[1][0].pid, command),
+                env={**env, "DGL_ROLE": "client"},
+                log_path=log_dir / "dgl-peer-client.log",
+            )
         yield ip_config, {**env, "DGL_ROLE": "client"}
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and any(proc.poll() is None for proc, _ in servers):
@@ -215,8 +236,9 @@ class DglSystem:
     def sparse_adagrad(self, embedding, lr: float):
         if not torch.distributed.is_initialized():
             # DGL's SparseAdagrad.step() asks torch.distributed for its backend: a one-trainer group.
-            torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{free_ports(1)[0]}",
-                                                 rank=0, world_size=1)  # fmt: skip
+            torch.distributed.init_process_group(
+                "gloo", init_method=f"tcp://127.0.0.1:{free_ports(1)[0]}", rank=0, world_size=1
+            )
         optimizer = dgl.distributed.optim.SparseAdagrad([embedding], lr=lr)
         self.kept.append(optimizer)
         return optimizer
@@ -255,14 +277,17 @@ class DglTrainer:
         self.feat_dim = int(self.g.ndata["feat"].shape[1])
 
     def train_nodes(self) -> torch.Tensor:
-        return dgl.distributed.node_split(self.g.ndata["train_mask"], self.g.get_partition_book(), force_even=True)
+        return dgl.distributed.node_split(
+            self.g.ndata["train_mask"], self.g.get_partition_book(), force_even=True
+        )
 
     def batches(self, nodes, fanouts, batch_size: int, seed: int):
         torch.manual_seed(seed)
         np.random.seed(seed)
         sampler = dgl.dataloading.NeighborSampler(list(fanouts))
-        loader = dgl.distributed.DistNodeDataLoader(self.g, nodes, sampler, batch_size=batch_size,
-                                                    shuffle=True, drop_last=True)  # fmt: skip
+        loader = dgl.dataloading.DistNodeDataLoader(
+            self.g, nodes, sampler, batch_size=batch_size, shuffle=True, drop_last=False
+        )
         feat, label = self.g.ndata["feat"], self.g.ndata["label"]
         for input_nodes, seeds, blocks in loader:
             yield feat[input_nodes], label[seeds], blocks

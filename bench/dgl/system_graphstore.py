@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from processes import free_ports, run_measured
 
 from graphstore.client import (
     DistEmbedding,
@@ -31,7 +32,6 @@ from graphstore.client import (
     sample_neighbors,
 )
 from graphstore.launcher.local_servers import start_servers
-from processes import free_ports, run_measured
 
 NAME = "graphstore"
 NUM_PARTS = 2
@@ -124,8 +124,15 @@ class GraphstoreTrainer:
         return node_split(self.g.ndata["train_mask"], self.g.get_partition_book(), force_even=True)
 
     def batches(self, nodes, fanouts, batch_size: int, seed: int):
-        loader = DistNodeDataLoader(self.g, nodes, NeighborSampler(list(fanouts)), batch_size=batch_size,
-                                    shuffle=True, drop_last=True, seed=seed)  # fmt: skip
+        loader = DistNodeDataLoader(
+            self.g,
+            nodes,
+            NeighborSampler(list(fanouts)),
+            batch_size=batch_size,
+            shuffle=True,
+            drop_last=False,
+            seed=seed,
+        )
         for _, _, blocks in loader:
             yield blocks[0].srcdata["feat"], blocks[-1].dstdata["label"], blocks
 
@@ -142,11 +149,19 @@ class GraphstoreTrainer:
 def partition_command(graph: str, name: str, out_dir: str) -> list[str]:
     """``graphstore partition`` of the graph in 2 parts with METIS (prints its statistics as JSON)."""
     cli = str(Path(sys.executable).with_name("graphstore"))
-    return [cli, "partition", "--graph", graph, "--name", name, "--num-parts", str(NUM_PARTS),
-            "--method", "metis", "--out", out_dir, "--overwrite", "--json"]  # fmt: skip
+    options = {
+        "--graph": graph,
+        "--name": name,
+        "--num-parts": str(NUM_PARTS),
+        "--method": "metis",
+        "--out": out_dir,
+    }
+    return [cli, "partition", *(word for pair in options.items() for word in pair), "--overwrite", "--json"]
 
 
-def run_epoch(part_config: str, graph_name: str, trainer_command: list[str], log_dir: Path, timeout_s: float) -> None:
+def run_epoch(
+    part_config: str, graph_name: str, trainer_command: list[str], log_dir: Path, timeout_s: float
+) -> None:
     """``graphstore launch`` of 2 servers and 2 trainers running ``trainer_command``.
 
     Raises:
@@ -158,7 +173,11 @@ def run_epoch(part_config: str, graph_name: str, trainer_command: list[str], log
     cli = str(Path(sys.executable).with_name("graphstore"))
     log = log_dir / "launch.log"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    outcome = run_measured([cli, "launch", "--config", str(config_path), "--", *trainer_command],
-                           env=env, log_path=log, timeout_s=timeout_s)  # fmt: skip
+    outcome = run_measured(
+        [cli, "launch", "--config", str(config_path), "--", *trainer_command],
+        env=env,
+        log_path=log,
+        timeout_s=timeout_s,
+    )
     if outcome["returncode"] != 0:
         raise RuntimeError(f"graphstore launch exited {outcome['returncode']}:\n{log.read_text()[-3000:]}")

@@ -28,7 +28,9 @@ EPOCH_TIMEOUT_S = 1800.0
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--system", required=True, choices=["graphstore", "dgl"])
     parser.add_argument("mode", choices=["client", "epoch", "trainer", "partition", "server", "peer"])
     parser.add_argument("--graph", help="partition: the .npz graph")
@@ -67,7 +69,13 @@ def run_client(module, args) -> dict:
                 return client_workloads(system, args.seed, repeats)
             finally:
                 system.close()
-    with Children() as children, module.cluster(args.part_config, args.graph_name, log_dir, 2, children, peer=True) as (ip_config, env):
+    with (
+        Children() as children,
+        module.cluster(args.part_config, args.graph_name, log_dir, 2, children, peer=True) as (
+            ip_config,
+            env,
+        ),
+    ):
         os.environ.update(env)
         system = module.DglSystem(ip_config, args.part_config, args.graph_name)
         try:
@@ -80,19 +88,42 @@ def run_epoch(module, args) -> dict:
     log_dir = Path(args.log_dir)
     for stale in log_dir.glob("rank*.json"):
         stale.unlink()
-    trainer = [sys.executable, str(WORKER), "--system", module.NAME, "trainer", "--graph-name", args.graph_name,
-               "--part-config", args.part_config, "--log-dir", str(log_dir), "--num-classes", str(args.num_classes),
-               "--seed", str(args.seed)]  # fmt: skip
+    trainer = [
+        sys.executable,
+        str(WORKER),
+        "--system",
+        module.NAME,
+        "trainer",
+        "--graph-name",
+        args.graph_name,
+        "--part-config",
+        args.part_config,
+        "--log-dir",
+        str(log_dir),
+        "--num-classes",
+        str(args.num_classes),
+        "--seed",
+        str(args.seed),
+    ]
     if module.NAME == "graphstore":
         module.run_epoch(args.part_config, args.graph_name, trainer, log_dir, EPOCH_TIMEOUT_S)
     else:
-        with Children() as children, module.cluster(args.part_config, args.graph_name, log_dir, 2, children) as (_, env):
+        with (
+            Children() as children,
+            module.cluster(args.part_config, args.graph_name, log_dir, 2, children) as (_, env),
+        ):
             port = free_ports(1)[0]
             trainers = Children()
             try:
                 for rank in range(2):
-                    trainer_env = {**env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), "RANK": str(rank),
-                                   "WORLD_SIZE": "2", "OMP_NUM_THREADS": "1"}  # fmt: skip
+                    trainer_env = {
+                        **env,
+                        "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(port),
+                        "RANK": str(rank),
+                        "WORLD_SIZE": "2",
+                        "OMP_NUM_THREADS": "1",
+                    }
                     trainers.start(trainer, env=trainer_env, log_path=log_dir / f"dgl-trainer-{rank}.log")
                 codes = trainers.wait_all(EPOCH_TIMEOUT_S)
             finally:
@@ -109,7 +140,6 @@ def run_epoch(module, args) -> dict:
 def run_trainer(module, args) -> None:
     import torch
     import torch.distributed as dist
-
     from epoch import graphsage_epoch
 
     torch.set_num_threads(1)
@@ -145,7 +175,9 @@ def main(argv=None) -> int:
         results = run_client(module, args)
     else:
         results = run_epoch(module, args)
-    Path(args.out).write_text(json.dumps({"system": module.NAME, "versions": module.versions(), "results": results}))
+    Path(args.out).write_text(
+        json.dumps({"system": module.NAME, "versions": module.versions(), "results": results})
+    )
     return 0
 
 

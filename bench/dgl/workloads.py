@@ -43,17 +43,19 @@ TWO_HOP_BATCH, TWO_HOP_FANOUTS = 1024, (25, 10)
 class Repeats:
     """How many timed calls each workload makes (after ``warmup`` untimed ones)."""
 
-    pull_rows_per_measure: int = 600_000
+    pull_rows_per_measure: int = 400_000
     pull_min_calls: int = 8
     one_hop: int = 40
     two_hop: int = 12
-    adagrad_steps: int = 20
+    adagrad_steps: int = 15
     warmup: int = 2
 
     @classmethod
     def quick(cls) -> Repeats:
         """A few calls each: the smoke mode."""
-        return cls(pull_rows_per_measure=60_000, pull_min_calls=4, one_hop=8, two_hop=3, adagrad_steps=4, warmup=1)
+        return cls(
+            pull_rows_per_measure=60_000, pull_min_calls=4, one_hop=8, two_hop=3, adagrad_steps=4, warmup=1
+        )
 
 
 def init_uniform(shape, dtype) -> torch.Tensor:
@@ -107,14 +109,20 @@ def pull(system, locality: str, rows: int, threads: int, seed: int, repeats: Rep
     seconds = time.perf_counter() - start
     row_bytes = widths[0] * 4
     total_rows = calls * rows
-    return {"rows_per_s": total_rows / seconds, "mb_per_s": total_rows * row_bytes / seconds / 1e6, "calls": calls}
+    return {
+        "rows_per_s": total_rows / seconds,
+        "mb_per_s": total_rows * row_bytes / seconds / 1e6,
+        "calls": calls,
+    }
 
 
 def one_hop(system, seed: int, repeats: Repeats) -> dict:
     """``sample_neighbors`` of 1,024 random seeds with fanout 10: seeds/s (median call)."""
     rng = np.random.default_rng([seed, 1])
-    seed_sets = [system.to_system_ids(rng.choice(system.num_nodes, ONE_HOP_SEEDS, replace=False))
-                 for _ in range(repeats.one_hop + repeats.warmup)]  # fmt: skip
+    seed_sets = [
+        system.to_system_ids(rng.choice(system.num_nodes, ONE_HOP_SEEDS, replace=False))
+        for _ in range(repeats.one_hop + repeats.warmup)
+    ]
     for seeds in seed_sets[: repeats.warmup]:
         system.sample_one_hop(seeds, ONE_HOP_FANOUT)
     times, edges = [], []
@@ -123,14 +131,20 @@ def one_hop(system, seed: int, repeats: Repeats) -> dict:
         edges.append(system.sample_one_hop(seeds, ONE_HOP_FANOUT))
         times.append(time.perf_counter() - start)
     median = statistics.median(times)
-    return {"seeds_per_s": ONE_HOP_SEEDS / median, "median_ms": median * 1e3, "edges_per_call": float(np.mean(edges))}
+    return {
+        "seeds_per_s": ONE_HOP_SEEDS / median,
+        "median_ms": median * 1e3,
+        "edges_per_call": float(np.mean(edges)),
+    }
 
 
 def two_hop(system, seed: int, repeats: Repeats, with_features: bool) -> dict:
     """Blocks of a 1,024-seed batch, fanouts [25, 10] (and the input nodes' features): batches/s."""
     rng = np.random.default_rng([seed, 2])
-    seed_sets = [system.to_system_ids(rng.choice(system.num_nodes, TWO_HOP_BATCH, replace=False))
-                 for _ in range(repeats.two_hop + repeats.warmup)]  # fmt: skip
+    seed_sets = [
+        system.to_system_ids(rng.choice(system.num_nodes, TWO_HOP_BATCH, replace=False))
+        for _ in range(repeats.two_hop + repeats.warmup)
+    ]
 
     def batch(seeds):
         input_nodes, _, _ = system.sample_blocks(seeds, TWO_HOP_FANOUTS)
@@ -157,8 +171,10 @@ def sparse_adagrad(system, rows: int, seed: int, repeats: Repeats, name: str) ->
     emb = system.embedding(system.num_nodes, EMBEDDING_DIM, name)
     optimizer = system.sparse_adagrad(emb, 0.01)
     rng = np.random.default_rng([seed, 3, rows])
-    id_sets = [system.to_system_ids(rng.choice(system.num_nodes, rows, replace=False))
-               for _ in range(repeats.adagrad_steps + repeats.warmup)]  # fmt: skip
+    id_sets = [
+        system.to_system_ids(rng.choice(system.num_nodes, rows, replace=False))
+        for _ in range(repeats.adagrad_steps + repeats.warmup)
+    ]
 
     def step(ids):
         values = emb(ids)
@@ -171,7 +187,10 @@ def sparse_adagrad(system, rows: int, seed: int, repeats: Repeats, name: str) ->
     for ids in id_sets[repeats.warmup :]:
         step(ids)
     seconds = time.perf_counter() - start
-    return {"steps_per_s": repeats.adagrad_steps / seconds, "ms_per_step": seconds * 1e3 / repeats.adagrad_steps}
+    return {
+        "steps_per_s": repeats.adagrad_steps / seconds,
+        "ms_per_step": seconds * 1e3 / repeats.adagrad_steps,
+    }
 
 
 def client_workloads(system, seed: int, repeats: Repeats) -> dict:
@@ -180,7 +199,9 @@ def client_workloads(system, seed: int, repeats: Repeats) -> dict:
     for locality in LOCALITIES:
         for rows in PULL_ROWS:
             for threads in PULL_THREADS:
-                results[f"pull/{locality}/{rows}/{threads}t"] = pull(system, locality, rows, threads, seed, repeats)
+                results[f"pull/{locality}/{rows}/{threads}t"] = pull(
+                    system, locality, rows, threads, seed, repeats
+                )
     results["sample/1hop"] = one_hop(system, seed, repeats)
     results["sample/2hop"] = two_hop(system, seed, repeats, with_features=False)
     results["sample/2hop+feat"] = two_hop(system, seed, repeats, with_features=True)
