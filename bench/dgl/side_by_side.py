@@ -181,8 +181,11 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
     return {"system": system, "versions": versions, "results": {"partition": figures}}
 
 
-def run_all(args, graph: Path) -> tuple[dict, list[dict]]:
-    """Every run, alternating the systems; returns ``(per-section runs, errors)``."""
+def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
+    """Every run, alternating the systems; returns ``(per-section runs, errors)``.
+
+    ``after_each_run(runs, errors)`` is called after each run (the results file is rewritten then).
+    """
     runs = {section: [] for section in args.sections}
     errors = []
     for run in range(args.runs):
@@ -202,6 +205,7 @@ def run_all(args, graph: Path) -> tuple[dict, list[dict]]:
                     log(f"  failed: {str(exc).splitlines()[0]}")
                 log(f"  {time.perf_counter() - start:.1f} s")
             runs[section].append(outputs)
+        after_each_run(runs, errors)
     return runs, errors
 
 
@@ -216,15 +220,8 @@ def versions_of(runs: dict) -> dict:
     return found
 
 
-def main(argv=None) -> int:
-    exit_on_signals()
-    args = parse_args(argv)
-    Path(args.workdir).mkdir(parents=True, exist_ok=True)
-    graph = generate_graph(args)
-    load_before = load()
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    runs, errors = run_all(args, graph)
-    load_after = load()
+def write_report(args, path: Path, runs: dict, errors: list, started: str, load_before: dict) -> dict:
+    """Summarize the runs so far and (re)write the results file; returns the summary."""
     summary = {m.key: summarize(m, runs[m.section]) for m in metrics() if m.section in runs}
     report = {
         "benchmark": "graphstore vs dgl.distributed, side by side",
@@ -233,6 +230,7 @@ def main(argv=None) -> int:
         "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "settings": {
             "runs": args.runs,
+            "runs_done": len(next(iter(runs.values()), [])),
             "quick": args.quick,
             "num_nodes": args.num_nodes,
             "avg_degree": 20,
@@ -245,19 +243,34 @@ def main(argv=None) -> int:
         },
         "versions": {**versions_of(runs), "graphstore_commit": git_commit(REPO)},
         "machine": machine(),
-        "load": {"before": load_before, "after": load_after},
+        "load": {"before": load_before, "after": load()},
         "summary": summary,
         "errors": errors,
         "runs": runs,
     }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.replace(path)
+    return summary
+
+
+def main(argv=None) -> int:
+    exit_on_signals()
+    args = parse_args(argv)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    graph = generate_graph(args)
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     suffix = "-quick" if args.quick else ""
     path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(report, indent=1) + "\n")
-    tmp.replace(path)
-    print(table(summary))
+    load_before = load()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+    def after_each_run(runs, errors):
+        write_report(args, path, runs, errors, started, load_before)
+
+    runs, errors = run_all(args, graph, after_each_run)
+    print(table(write_report(args, path, runs, errors, started, load_before)))
     print(f"results: {path}")
     if errors:
         print(f"{len(errors)} section(s) failed; see 'errors' in the results file")

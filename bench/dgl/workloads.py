@@ -43,11 +43,11 @@ TWO_HOP_BATCH, TWO_HOP_FANOUTS = 1024, (25, 10)
 class Repeats:
     """How many timed calls each workload makes (after ``warmup`` untimed ones)."""
 
-    pull_rows_per_measure: int = 400_000
+    pull_rows_per_measure: int = 300_000
     pull_min_calls: int = 8
-    one_hop: int = 40
-    two_hop: int = 12
-    adagrad_steps: int = 15
+    one_hop: int = 30
+    two_hop: int = 10
+    adagrad_steps: int = 12
     warmup: int = 2
 
     @classmethod
