@@ -4,8 +4,9 @@
 layout is in :mod:`graphstore.checkpoint_layout`):
 
 1. :func:`write_part`: each server writes its shards into ``PATH/save-<ID>``, syncs them, and only then
-   writes its part marker ``parts/part-K.json``. A server that fails removes the save's folder: no
-   partial file stays, and the checkpoint already at ``PATH`` is not touched.
+   writes its part marker ``parts/part-K.json``. A server that fails removes the files of its part
+   (the client then aborts the save everywhere): no partial file stays, and the checkpoint already at
+   ``PATH`` is not touched.
 2. :func:`commit` (every server wrote its part): ``PATH/manifest.json`` is rewritten (temporary file,
    sync, rename) so that the saved tensors point at the new save; the save folders that no tensor
    points at any more are removed. Until the rename, a reader sees the previous set whole.
@@ -59,10 +60,11 @@ def write_part(
         ``(files written, rows written)``.
 
     Raises:
-        OSError: the folder cannot be written (the save's folder is removed).
+        OSError: the folder cannot be written (this part's files are removed).
         ValueError: a bad save ID.
     """
     folder = save_folder(path, save_id)
+    created = not folder.exists()
     try:
         folder.mkdir(parents=True, exist_ok=True)
         files, rows = write(str(folder))
@@ -75,9 +77,20 @@ def write_part(
         marker = {"save_id": save_id, "part_id": part_id, "num_parts": num_parts, "tensors": sorted(names)}
         write_synced(parts / f"part-{part_id}.json", json.dumps(marker, sort_keys=True).encode())
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove_part(folder, part_id, num_parts, created)
         raise
     return files, rows
+
+
+def _remove_part(folder: Path, part_id: int, num_parts: int, created: bool) -> None:
+    """Remove what part ``part_id`` wrote of a save (the save's folder too when this part created it and
+    no other part wrote anything into it); other parts' files are the client's abort to remove."""
+    stem = f"shard-{part_id}-of-{num_parts}"
+    for pattern in (f"*/{stem}.*", f"*/.{stem}.*", f"{PARTS_FOLDER}/part-{part_id}.json"):
+        for file in folder.glob(pattern):
+            file.unlink(missing_ok=True)
+    if created and not any(folder.glob("*/shard-*")) and not any(folder.glob(f"{PARTS_FOLDER}/*")):
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager

@@ -62,7 +62,8 @@ class Durability:
         return None
 
     def wait(self, token: Any, timeout: float | None) -> None:
-        """Return once the write of ``token`` may be answered.
+        """Return once the write of ``token`` may be answered (None: a write restored at start, or one
+        that changed nothing: at once).
 
         Raises:
             ConnectionAbortedError: not within ``timeout`` (the client retries; its replay waits again).
@@ -144,6 +145,8 @@ class WalDurability(Durability):
         return position
 
     def wait(self, token: Any, timeout: float | None) -> None:
+        if token is None:
+            return  # restored from a checkpoint or the log: durable already
         if token is _LOG_FAILED:
             raise self._refuse()
         try:
