@@ -31,10 +31,17 @@ class RequestIds:
         self.client = client or new_client_id()
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+        self._pid = os.getpid()
 
     def stamp(self, request: Any) -> Any:
-        """Give ``request`` (a message with a ``request_id`` field) the next ID; returns it."""
+        """Give ``request`` (a message with a ``request_id`` field) the next ID; returns it.
+
+        A forked child gets a client ID of its own at its first request: it must never send the numbers
+        its parent sends.
+        """
         with self._lock:
+            if os.getpid() != self._pid:
+                self.client, self._numbers, self._pid = new_client_id(), itertools.count(1), os.getpid()
             seq = next(self._numbers)
         request.request_id.client = self.client
         request.request_id.seq = seq

@@ -195,3 +195,21 @@ def test_a_write_batch_a_server_does_not_answer_names_it_and_retry_completes_it(
             np.testing.assert_allclose(client.pull("w", ids), ONE_STEP, rtol=1e-6)
     finally:
         client1.close()
+
+
+def test_a_replay_older_than_the_window_is_refused_naming_it_and_not_applied(remote):
+    from graphstore.errors import StaleRequestError
+    from graphstore.server.replay_window import DEFAULT_PER_CLIENT
+
+    client, _ = remote
+    ids = _owned(client)[:1]
+    client.init_tensor("old", (600, 2), "float32", "node", init=InitSpec("constant", 1.0))
+    step = client.prepare_push_grad("old", ids, np.ones((1, 2), np.float32), ADAGRAD)
+    step()
+    for _ in range(DEFAULT_PER_CLIENT + 1):  # the window forgets the step's ID
+        client.delete_tensor("never-there")
+    with pytest.raises(
+        StaleRequestError, match=r"request \d+ of client '.*' is older than this server's replay"
+    ):
+        step()
+    np.testing.assert_allclose(client.pull("old", ids), ONE_STEP, rtol=1e-6)  # applied once, not twice
