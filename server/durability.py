@@ -109,7 +109,8 @@ class WalDurability(Durability):
 
     A write that cannot be appended (a full disk) was applied but is not in the log: it is never
     answered, and the server takes no further write until it is restarted (from its checkpoint and
-    log, without that write).
+    log, without that write). A Restore is answered only once a checkpoint holds it: replaying it from
+    the log would read the checkpoint folder again, which a later save may have changed.
 
     Args:
         log: the server's write-ahead log.
@@ -142,18 +143,26 @@ class WalDurability(Durability):
             return _LOG_FAILED
         if update:
             self._checkpointer.note_update()
-        return position
+        return position, method == "Restore"
 
     def wait(self, token: Any, timeout: float | None) -> None:
         if token is None:
             return  # restored from a checkpoint or the log: durable already
         if token is _LOG_FAILED:
             raise self._refuse()
+        position, restore = token
         try:
-            self.log.wait_durable(token)
+            self.log.wait_durable(position)
         except OSError as exc:
             self._fail(exc)
             raise self._refuse() from None
+        if restore:
+            try:
+                self._checkpointer.checkpoint_now("restore")
+            except OSError as exc:
+                raise ConnectionAbortedError(
+                    f"the restore was applied but the checkpoint that must hold it failed ({exc}); retry"
+                ) from None
 
     def _fail(self, exc: OSError) -> None:
         if self._failed is None:

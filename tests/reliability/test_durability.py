@@ -2,8 +2,9 @@
 acknowledged write is lost (the log is replayed on top of the newest checkpoint, and truncated by each
 checkpoint); with ``checkpoint`` at most ``every_updates`` acknowledged writes are lost, and what is
 kept is a prefix of the history; in both modes the replay window survives the restart, so a request
-sent again after the restart is answered, not applied twice. A SIGTERM whose last checkpoint fails
-exits non-zero and logs what was not saved."""
+sent again after the restart is answered, not applied twice; a restore before the crash is not replayed
+from a folder a later save changed. A SIGTERM whose last checkpoint fails exits non-zero and logs what
+was not saved."""
 
 from __future__ import annotations
 
@@ -128,3 +129,45 @@ def test_a_server_that_restarts_in_the_same_mode_answers_old_requests_from_its_w
     step()
     np.testing.assert_allclose(client.pull("emb", owned[:1]), ONE_STEP, rtol=1e-6)
     client.close()
+
+
+def test_wal_a_restore_before_a_crash_is_not_replayed_from_files_a_later_save_changed(
+    graph, servers, tmp_path
+):
+    from graphstore.client.transport import RemotePartition
+    from tests.reliability.helpers import free_ports, start_server
+
+    part_config, _, _ = graph
+    args = ["--checkpoint-dir", str(tmp_path / "ckpt"), "--durability", "wal"]
+    for k, port in enumerate(free_ports(2)):
+        servers.append(start_server(part_config, k, port, tmp_path, args))
+    for server in servers:
+        wait_started(server)
+    clients = [RemotePartition(server.address, k, RIDE_OUT) for k, server in enumerate(servers)]
+    for client in clients:
+        client.init_tensor("emb", (600, 1), "float32", "node")
+    row = np.arange(*clients[0].metadata().node_bounds[:2])[:1]
+    folder = str(tmp_path / "saved")
+
+    def save(save_id: str) -> None:
+        for client in clients:
+            client.checkpoint(folder, ["emb"], save_id)
+        for client in clients:
+            client.commit_checkpoint(folder, save_id, ["emb"])
+
+    def add_one() -> None:
+        clients[0].push("emb", row, np.ones((1, 1), np.float32), op="add")
+
+    save("a")  # row = 0
+    add_one()
+    clients[0].restore(folder, ["emb"])  # row = 0 again
+    add_one()  # 1
+    save("b")  # the folder now holds row = 1
+    add_one()  # 2
+    kill9(servers[0])
+    restart(servers[0], part_config, ("--restore-latest",))
+    wait_started(servers[0])
+    # Replaying the restore from the folder would give 1 + 1 + 1 = 3.
+    np.testing.assert_array_equal(clients[0].pull("emb", row), [[2.0]])
+    for client in clients:
+        client.close()
