@@ -8,6 +8,12 @@ keep the rows it owns. So a checkpoint restores into a fresh cluster (every serv
 another number of trainers (the state lives on the servers), and into the same graph partitioned
 another way (another partition count).
 
+A save is one consistent set: every server writes its part under a save ID shared by all of them
+(``path/save-<ID>``), and only once every part is written is ``path/manifest.json`` switched to it
+(written last, by each server on its host); a save that fails on any server is removed from every
+server, leaving the checkpoint already at ``path`` whole. A load refuses a set with a part missing
+and names it (``server/checkpoint_set.py``).
+
 Multi-host clusters: each server reads and writes ``path`` on its own host. Saving works with any
 ``path`` that exists (or can be created) on every server host; loading needs every shard on every
 server host: use a shared file system (NFS, a mounted bucket) or copy all ``path/<tensor>/shard-*``
@@ -21,15 +27,20 @@ and every rank returns rank 0's result or raises its error.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from graphstore.checkpoint_layout import tensor_root
 from graphstore.client.context import get_context
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -64,15 +75,26 @@ def save(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
     Raises:
         TypeError / ValueError: bad arguments (nothing written).
         KeyError: an embedding that no longer exists on the servers.
-        graphstore.errors.ServerError: a server failed to write.
+        OSError / graphstore.errors.ServerError: a server failed to write (a full disk, a read-only
+            folder): no server keeps any file of this save, and the checkpoint at ``path`` is the previous.
     """
     path_str = _normalize_path(path)
     names = _names_of(embeddings, optimizer)
     ctx = get_context()
 
     def run() -> CheckpointInfo:
-        calls = [lambda p=p: ctx.partition(p).checkpoint(path_str, names) for p in range(ctx.num_parts)]
-        results = ctx.run_parallel(calls)
+        save_id = uuid.uuid4().hex
+        parts = range(ctx.num_parts)
+        try:
+            results = ctx.run_parallel(
+                [lambda p=p: ctx.partition(p).checkpoint(path_str, names, save_id) for p in parts]
+            )
+        except BaseException:
+            _abort(ctx, path_str, save_id)
+            raise
+        ctx.run_parallel(
+            [lambda p=p: ctx.partition(p).commit_checkpoint(path_str, save_id, names) for p in parts]
+        )
         files = tuple(f for written, _ in results for f in written)
         return CheckpointInfo(path_str, tuple(names), sum(rows for _, rows in results), files)
 
@@ -125,6 +147,16 @@ def load(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
 # ----- helpers ---------------------------------------------------------------------------------
 
 
+def _abort(ctx, path: str, save_id: str) -> None:
+    """Remove the failed save's files from every server (a server that cannot be reached is logged; its
+    files are not named by any manifest and the next committed save removes none of the set's)."""
+    for part_id in range(ctx.num_parts):
+        try:
+            ctx.partition(part_id).abort_checkpoint(path, save_id)
+        except Exception as exc:  # noqa: BLE001 - the save's own error is what the caller gets
+            logger.warning("could not remove save %s from partition %d's server: %s", save_id, part_id, exc)
+
+
 def _normalize_path(path) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
@@ -170,8 +202,8 @@ def _check_local_optimizer_kind(path: str, names: list[str], kind: str, graph_na
     if not root.is_dir():
         return  # the servers decide (they may see another file system)
     for name in names:
-        folder = root / name
         try:
+            folder = tensor_root(root, name) / name
             meta = json.loads((folder / "meta.json").read_text())
             shards = [
                 json.loads(p.read_text()) for p in folder.glob(f"shard-*-of-{int(meta['num_parts'])}.json")

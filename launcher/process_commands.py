@@ -63,6 +63,10 @@ def server_command(
             argv += ["--checkpoint-every-s", f"{ckpt.every_s:g}"]
         if ckpt.every_updates is not None:
             argv += ["--checkpoint-every-updates", str(ckpt.every_updates)]
+        if ckpt.durability != "checkpoint":
+            argv += ["--durability", ckpt.durability]
+        if ckpt.fsync:
+            argv.append("--fsync")
         if restore_latest:
             argv.append("--restore-latest")
     return [*argv, *config.server_args]

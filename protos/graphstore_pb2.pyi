@@ -36,6 +36,12 @@ class PushOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ASSIGN: _ClassVar[PushOp]
     ADD: _ClassVar[PushOp]
+
+class CheckpointPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WRITE: _ClassVar[CheckpointPhase]
+    COMMIT: _ClassVar[CheckpointPhase]
+    ABORT: _ClassVar[CheckpointPhase]
 DTYPE_UNSPECIFIED: DType
 FLOAT32: DType
 FLOAT16: DType
@@ -54,6 +60,9 @@ IN: EdgeDir
 OUT: EdgeDir
 ASSIGN: PushOp
 ADD: PushOp
+WRITE: CheckpointPhase
+COMMIT: CheckpointPhase
+ABORT: CheckpointPhase
 
 class Tensor(_message.Message):
     __slots__ = ("dtype", "shape", "data")
@@ -64,6 +73,14 @@ class Tensor(_message.Message):
     shape: _containers.RepeatedScalarFieldContainer[int]
     data: bytes
     def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class RequestId(_message.Message):
+    __slots__ = ("client", "seq")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    seq: int
+    def __init__(self, client: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class TensorScheme(_message.Message):
     __slots__ = ("name", "dtype", "shape", "policy", "persistent", "writable", "version", "from_partition", "owner", "type")
@@ -144,16 +161,18 @@ class PullResponse(_message.Message):
     def __init__(self, rows: _Optional[_Union[Tensor, _Mapping]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class PushRequest(_message.Message):
-    __slots__ = ("name", "ids", "rows", "op")
+    __slots__ = ("name", "ids", "rows", "op", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     OP_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: Tensor
     rows: Tensor
     op: PushOp
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ..., op: _Optional[_Union[PushOp, str]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ..., op: _Optional[_Union[PushOp, str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class PushResponse(_message.Message):
     __slots__ = ("version",)
@@ -186,7 +205,7 @@ class Initializer(_message.Message):
     def __init__(self, kind: _Optional[_Union[Initializer.Kind, str]] = ..., a: _Optional[float] = ..., b: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class InitRequest(_message.Message):
-    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner", "type")
+    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner", "type", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +214,7 @@ class InitRequest(_message.Message):
     INIT_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     dtype: DType
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -203,7 +223,8 @@ class InitRequest(_message.Message):
     init: Initializer
     owner: str
     type: str
-    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class InitResponse(_message.Message):
     __slots__ = ("created", "scheme")
@@ -214,10 +235,12 @@ class InitResponse(_message.Message):
     def __init__(self, created: _Optional[bool] = ..., scheme: _Optional[_Union[TensorScheme, _Mapping]] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class DeleteResponse(_message.Message):
     __slots__ = ("deleted",)
@@ -312,16 +335,18 @@ class OptimizerConfig(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., lr: _Optional[float] = ..., eps: _Optional[float] = ..., beta1: _Optional[float] = ..., beta2: _Optional[float] = ...) -> None: ...
 
 class PushGradRequest(_message.Message):
-    __slots__ = ("name", "ids", "grads", "optimizer")
+    __slots__ = ("name", "ids", "grads", "optimizer", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     GRADS_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: Tensor
     grads: Tensor
     optimizer: OptimizerConfig
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., grads: _Optional[_Union[Tensor, _Mapping]] = ..., optimizer: _Optional[_Union[OptimizerConfig, _Mapping]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., grads: _Optional[_Union[Tensor, _Mapping]] = ..., optimizer: _Optional[_Union[OptimizerConfig, _Mapping]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class PushGradResponse(_message.Message):
     __slots__ = ("version",)
@@ -348,12 +373,18 @@ class BarrierResponse(_message.Message):
     def __init__(self, generation: _Optional[int] = ...) -> None: ...
 
 class CheckpointRequest(_message.Message):
-    __slots__ = ("path", "names")
+    __slots__ = ("path", "names", "request_id", "save_id", "phase")
     PATH_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SAVE_ID_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
     path: str
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    request_id: RequestId
+    save_id: str
+    phase: CheckpointPhase
+    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ..., save_id: _Optional[str] = ..., phase: _Optional[_Union[CheckpointPhase, str]] = ...) -> None: ...
 
 class CheckpointResponse(_message.Message):
     __slots__ = ("files", "rows")
@@ -364,12 +395,14 @@ class CheckpointResponse(_message.Message):
     def __init__(self, files: _Optional[_Iterable[str]] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class RestoreRequest(_message.Message):
-    __slots__ = ("path", "names")
+    __slots__ = ("path", "names", "request_id")
     PATH_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     path: str
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class RestoreResponse(_message.Message):
     __slots__ = ("names", "rows")

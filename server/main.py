@@ -11,7 +11,12 @@
    with its address, partition and load time,
 4. on SIGTERM / SIGINT or a Shutdown call: reports NOT_SERVING, stops accepting new calls, lets the
    calls in flight finish (bounded by ``grace_s``), writes a last periodic checkpoint and/or the
-   exit checkpoint when configured, and returns 0.
+   exit checkpoint when configured, and returns 0 (1 when a last checkpoint failed: the log line
+   ``event=final_checkpoint_failed`` says what was not saved).
+
+Mutating requests go through the write path (:mod:`~graphstore.server.durable_state`): replays of a
+request ID get the first answer, and with a checkpoint folder the answers wait for durability
+(``durability``: ``checkpoint`` or ``wal``, see ``docs/server.md``).
 
 Events (start, restore, stop) are logged as one ``event=NAME key=value ...`` line each.
 """
@@ -32,6 +37,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from graphstore.auth import TokenAuthInterceptor, server_credentials, validate_token
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
+from graphstore.server.durability import DURABILITY_MODES
+from graphstore.server.durable_state import DurableState
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
 from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
@@ -64,6 +71,10 @@ class ServerConfig:
         checkpoint_every_s, checkpoint_every_updates: when to write them (either or both).
         checkpoint_keep: how many complete periodic checkpoints to keep.
         restore_latest: restore the newest periodic checkpoint under ``checkpoint_dir`` before serving.
+        durability: ``checkpoint`` (answers wait for the periodic checkpoints' loss bound) or ``wal``
+            (every write is appended to a write-ahead log under ``checkpoint_dir`` before it is
+            answered; a restart replays the log on top of the newest checkpoint).
+        fsync: with ``wal``, sync the log before answering (survives a power loss, not only a crash).
     """
 
     part_config: str
@@ -86,6 +97,8 @@ class ServerConfig:
     checkpoint_every_updates: int | None = None
     checkpoint_keep: int = 3
     restore_latest: bool = False
+    durability: str = "checkpoint"
+    fsync: bool = False
 
     def validate(self) -> None:
         """Check value ranges.
@@ -119,6 +132,12 @@ class ServerConfig:
             raise ValueError("restore_latest needs checkpoint_dir")
         if self.restore_latest and self.restore_from:
             raise ValueError("restore_latest and restore_from exclude each other")
+        if self.durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {list(DURABILITY_MODES)}, got {self.durability!r}")
+        if self.durability == "wal" and not self.checkpoint_dir:
+            raise ValueError("durability 'wal' needs checkpoint_dir (the log lives beside the checkpoints)")
+        if self.fsync and self.durability != "wal":
+            raise ValueError("fsync applies to durability 'wal' only")
 
     def checkpoint_policy(self) -> CheckpointPolicy | None:
         """The periodic checkpoint policy, or None without ``checkpoint_dir``."""
@@ -184,6 +203,7 @@ class RunningServer:
         data = load_partition(config.part_config, config.part_id)
         self.partition = PartitionServer(data, writable_features=config.writable_features)
         self.restored_from: str | None = None
+        restored_checkpoint = None
         if config.restore_from:
             names, rows = self.partition.restore(config.restore_from)
             self.restored_from = config.restore_from
@@ -209,15 +229,15 @@ class RunningServer:
             else:
                 path, names, rows = restored
                 self.restored_from = str(path)
+                restored_checkpoint = path
                 log_event(
                     logger, "restored", part_id=config.part_id, path=path, tensors=len(names), rows=rows
                 )
-        self.load_time_s = time.monotonic() - started
-
         self.metrics = ServerMetrics(config.part_id) if config.metrics_port is not None else None
         self.checkpointer = (
             PeriodicCheckpointer(self.partition, policy, self.metrics) if policy is not None else None
         )
+        self.durable = DurableState(self.checkpointer, config.durability, config.fsync, restored_checkpoint)
         interceptors = []
         if config.token:
             on_denied = self.metrics.denied if self.metrics is not None else None
@@ -231,8 +251,10 @@ class RunningServer:
             self.partition,
             on_shutdown=self.request_stop,
             metrics=self.metrics,
-            on_update=self.checkpointer.note_update if self.checkpointer is not None else None,
+            write_path=self.durable.write_path,
         )
+        self.durable.replay(self._servicer.apply_logged)
+        self.load_time_s = time.monotonic() - started
         self._grpc.add_generic_rpc_handlers((self._servicer.generic_handler(),))
         self._health = health.HealthServicer(
             experimental_non_blocking=True,
@@ -286,8 +308,13 @@ class RunningServer:
         """Block until a stop is requested; True if it was."""
         return self._stop_requested.wait(timeout)
 
-    def stop(self) -> None:
-        """Report NOT_SERVING, stop accepting, finish calls in flight (bounded), checkpoint if asked."""
+    def stop(self) -> bool:
+        """Report NOT_SERVING, stop accepting, finish calls in flight (bounded), checkpoint if asked.
+
+        Returns:
+            False when a last checkpoint failed (logged as ``final_checkpoint_failed`` with what was not
+            saved), else True.
+        """
         self._health.enter_graceful_shutdown()
         stopped = self._grpc.stop(self.config.grace_s)
         # New calls are refused from here on, so no barrier can fill up any more: release its waiters.
@@ -296,23 +323,46 @@ class RunningServer:
         self._servicer.wait_idle(self.config.grace_s)
         self._grpc.stop(0)
         stopped.wait(self.config.grace_s + 1.0)
+        saved = True
         if self.checkpointer is not None:
             # Every call is answered: the last checkpoint holds every update a client was told about.
             try:
                 self.checkpointer.stop(final_checkpoint=True)
-            except OSError as exc:
-                log_event(logger, "checkpoint_failed", logging.ERROR, part_id=self.config.part_id, error=exc)
+            except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it
+                saved = False
+                self._log_unsaved(str(self.checkpointer.folder), exc, self.checkpointer.unsaved_updates)
+        self.durable.close()
         if self.config.checkpoint_on_exit:
-            files, rows = self.partition.checkpoint(self.config.checkpoint_on_exit)
-            log_event(
-                logger,
-                "checkpointed_on_exit",
-                part_id=self.config.part_id,
-                path=self.config.checkpoint_on_exit,
-                rows=rows,
-            )
+            try:
+                files, rows = self.partition.checkpoint(self.config.checkpoint_on_exit)
+            except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it
+                saved = False
+                self._log_unsaved(self.config.checkpoint_on_exit, exc, None)
+            else:
+                log_event(
+                    logger,
+                    "checkpointed_on_exit",
+                    part_id=self.config.part_id,
+                    path=self.config.checkpoint_on_exit,
+                    rows=rows,
+                )
         if self.metrics is not None:
             self.metrics.close()
+        return saved
+
+    def _log_unsaved(self, path: str, error: Exception, unsaved_updates: int | None) -> None:
+        tensors = [s.name for s in self.partition.list_tensors() if s.writable]
+        log_event(
+            logger,
+            "final_checkpoint_failed",
+            logging.ERROR,
+            part_id=self.config.part_id,
+            path=path,
+            error=f"{type(error).__name__}: {error}",
+            unsaved_updates="all" if unsaved_updates is None else unsaved_updates,
+            unsaved_tensors=",".join(tensors) or "none",
+            write_log_kept=self.config.durability == "wal" and path != self.config.checkpoint_on_exit,
+        )
 
 
 def serve(config: ServerConfig) -> int:
@@ -322,7 +372,7 @@ def serve(config: ServerConfig) -> int:
     ``graphstore server: serving partition 0 of cora at 127.0.0.1:50051 (loaded in 0.12 s)``.
 
     Returns:
-        0 after a clean shutdown.
+        0 after a clean shutdown; 1 when a last checkpoint failed (what was not saved is logged).
 
     Raises:
         FileNotFoundError, ValueError: a bad partition config or part id.
@@ -373,9 +423,9 @@ def serve(config: ServerConfig) -> int:
         while not running.wait(0.5):  # short waits keep the main thread responsive to signals
             pass
         log_event(logger, "server_stopping", part_id=config.part_id)
-        running.stop()
+        saved = running.stop()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    log_event(logger, "server_stopped", part_id=config.part_id)
-    return 0
+    log_event(logger, "server_stopped", part_id=config.part_id, saved=saved)
+    return 0 if saved else 1

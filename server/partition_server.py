@@ -8,7 +8,8 @@ locking, error types) is defined once, here and in the modules it composes:
 - :mod:`~graphstore.server.sampler`: vectorized neighbor sampling and structure queries;
 - :mod:`~graphstore.server.optimizer`: sparse optimizer state beside the rows;
 - :mod:`~graphstore.server.barrier`: named barriers;
-- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs.
+- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs;
+- :mod:`~graphstore.server.checkpoint_set`: cluster-wide checkpoints as one consistent set.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from graphstore.dtypes import bfloat16_bits_to_float32
 from graphstore.partition.types import PartitionData
+from graphstore.server import checkpoint_set
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
 from graphstore.server.gather import RowGatherer
@@ -397,8 +399,13 @@ class PartitionServer:
     def _orig_ids(self) -> dict[str, np.ndarray]:
         return original_ids(self._partition)
 
-    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
-        """Write tensors (all run-time tensors by default) and their optimizer state under ``path``.
+    def checkpoint(
+        self, path: str, names: list[str] | None = None, save_id: str | None = None
+    ) -> tuple[list[str], int]:
+        """Write tensors (all run-time tensors by default) and their optimizer state under ``path``:
+        straight into ``path``, or as this partition's part of the cluster-wide save ``save_id``
+        (:func:`~graphstore.server.checkpoint_set.write_part`; then :meth:`commit_checkpoint` or
+        :meth:`abort_checkpoint`).
 
         Returns:
             ``(files written, rows written)``.
@@ -406,21 +413,43 @@ class PartitionServer:
         Raises:
             KeyError: an unknown tensor.
             PermissionError: a read-only view.
+            OSError: the folder cannot be written (a save's part leaves no file behind).
         """
         self._writes_allowed("checkpoint")
         if not path:
             raise ValueError("path: a checkpoint needs a folder path")
         if not names:
             names = [s.name for s in self._store.schemes() if not s.from_partition]
-        return save_checkpoint(
-            path,
-            self._store,
-            list(names),
-            graph_name=self._partition.graph_name,
-            num_parts=len(self._node_bounds) - 1,
-            orig_ids=self._orig_ids(),
-            optimizer=self._optimizer_hooks(),
-        )
+        num_parts = len(self._node_bounds) - 1
+
+        def write(folder: str) -> tuple[list[str], int]:
+            return save_checkpoint(
+                folder,
+                self._store,
+                list(names),
+                graph_name=self._partition.graph_name,
+                num_parts=num_parts,
+                orig_ids=self._orig_ids(),
+                optimizer=self._optimizer_hooks(),
+            )
+
+        if not save_id:
+            return write(path)
+        return checkpoint_set.write_part(path, save_id, self.part_id, num_parts, list(names), write)
+
+    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
+        """Make save ``save_id`` (every partition wrote its part) the checkpoint of ``names`` at ``path``.
+
+        Raises:
+            FileNotFoundError: this partition's part of the save is missing.
+        """
+        self._writes_allowed("checkpoint")
+        checkpoint_set.commit(path, save_id, self.part_id, len(self._node_bounds) - 1, list(names))
+
+    def abort_checkpoint(self, path: str, save_id: str) -> None:
+        """Remove the files of the unfinished save ``save_id`` under ``path``."""
+        self._writes_allowed("checkpoint")
+        checkpoint_set.abort(path, save_id)
 
     def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
         """Load tensors and optimizer state from a checkpoint written by any number of partitions.
@@ -429,18 +458,26 @@ class PartitionServer:
             ``(restored names, rows restored)``.
 
         Raises:
-            FileNotFoundError: missing folder or tensor.
-            ValueError: another graph's checkpoint, a scheme mismatch, or incomplete coverage.
+            FileNotFoundError: missing folder or tensor, or an incomplete checkpoint set (naming the
+                missing parts).
+            ValueError: another graph's checkpoint, a scheme mismatch, incomplete coverage, or a set
+                mixing saves.
             PermissionError: a read-only view or tensor.
         """
         self._writes_allowed("restore")
         if not path:
             raise ValueError("path: a restore needs a folder path")
-        return restore_checkpoint(
-            path,
-            self._store,
-            list(names) if names else None,
-            graph_name=self._partition.graph_name,
-            orig_ids=self._orig_ids(),
-            optimizer=self._optimizer_hooks(),
-        )
+        restored: list[str] = []
+        rows = 0
+        for root, group in checkpoint_set.restore_roots(path, list(names) if names else None):
+            done, count = restore_checkpoint(
+                root,
+                self._store,
+                group,
+                graph_name=self._partition.graph_name,
+                orig_ids=self._orig_ids(),
+                optimizer=self._optimizer_hooks(),
+            )
+            restored += done
+            rows += count
+        return restored, rows

@@ -14,7 +14,9 @@ exception type as the in-process server does.
 
 Two optional hooks serve the reliability features: ``metrics`` (a
 :class:`~graphstore.server.metrics.ServerMetrics`: per-call counts and latencies, per-tensor bytes)
-and ``on_update`` (called after each answered write, which the periodic checkpointer counts).
+and ``write_path`` (:class:`~graphstore.server.write_path.WritePath`: every mutating request goes
+through it, which answers replays of a request ID with the first answer, orders the writes with the
+checkpoints and makes them durable before they are answered).
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from graphstore.errors import BarrierTimeoutError
+from graphstore.errors import BarrierTimeoutError, StaleRequestError
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
+from graphstore.server.write_path import WritePath
 from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:
@@ -45,6 +48,7 @@ logger = logging.getLogger(__name__)
 # subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
 _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str], ...] = (
     ((BarrierTimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
+    ((StaleRequestError,), grpc.StatusCode.FAILED_PRECONDITION, "StaleRequestError"),
     ((TimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
     ((FileExistsError,), grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
     ((FileNotFoundError,), grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
@@ -83,10 +87,6 @@ _INIT_KINDS = {
 }
 
 
-def _no_update() -> None:
-    pass
-
-
 def _identity(data: bytes) -> bytes:
     return data
 
@@ -104,8 +104,7 @@ class PartitionServicer:
         on_shutdown: called (once per Shutdown RPC) after the Shutdown answer is produced; the
             process owner stops the gRPC server from it.
         metrics: where to count calls, latencies and tensor bytes (None: not counted).
-        on_update: called after each successful write (Push, PushGrad, an Init that created a tensor,
-            a Delete that deleted one, Restore).
+        write_path: the path of the mutating requests (default: a replay window, answers at once).
     """
 
     def __init__(
@@ -113,12 +112,12 @@ class PartitionServicer:
         server,
         on_shutdown: Callable[[], None] | None = None,
         metrics: ServerMetrics | None = None,
-        on_update: Callable[[], None] | None = None,
+        write_path: WritePath | None = None,
     ) -> None:
         self._server = server
         self._on_shutdown = on_shutdown
         self._metrics = metrics
-        self._on_update = on_update or _no_update
+        self.write_path = write_path or WritePath()
         self._in_flight = InFlightCalls()
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
             "Metadata": (pb.MetadataRequest, self._metadata),
@@ -161,10 +160,20 @@ class PartitionServicer:
         """
         return self._in_flight.wait_quiet(timeout, settle)
 
+    def apply_logged(self, method: str, raw: bytes) -> None:
+        """Apply a request from the write-ahead log again (a restarting server), past the write path.
+
+        Raises:
+            ValueError, KeyError, ...: what the handler raises.
+        """
+        request_type, handler = self._methods[method]
+        handler(request_type.FromString(raw), None)
+
     def _bind(
         self, method: str, request_type: type, handler: Callable
     ) -> Callable[[bytes, grpc.ServicerContext], Any]:
         metrics = self._metrics
+        mutating = method in MUTATING_METHODS
 
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
             # The call stays in flight until its answer has been sent, not just computed.
@@ -190,6 +199,10 @@ class PartitionServicer:
                     raise ValueError(
                         f"request: {len(raw)} bytes are not a valid {request_type.__name__}: {exc}"
                     ) from None
+                if mutating:
+                    return self.write_path.run(
+                        method, request, raw, lambda: handler(request, context), context.time_remaining()
+                    )
                 return handler(request, context)
             except Exception as exc:  # noqa: BLE001 - the one place that maps exceptions to statuses
                 code, message, name = status_for(exc)
@@ -212,6 +225,7 @@ class PartitionServicer:
     def _stats(self, request: pb.StatsRequest, context) -> pb.StatsResponse:
         response = pb.StatsResponse()
         codec.write_stats(response, self._server.stats())
+        response.counters["replayed_writes"] = self.write_path.replays
         return response
 
     def _pull(self, request: pb.PullRequest, context) -> bytes:
@@ -239,7 +253,6 @@ class PartitionServicer:
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
             )
         version = self._server.push(request.name, ids, rows, codec.op_from_wire(request.op))
-        self._on_update()
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "push", rows.nbytes)
         return pb.PushResponse(version=version)
@@ -263,8 +276,6 @@ class PartitionServicer:
             init,
             request.owner,
         )
-        if created:
-            self._on_update()
         response = pb.InitResponse(created=created)
         codec.write_scheme(response.scheme, scheme)
         return response
@@ -272,7 +283,6 @@ class PartitionServicer:
     def _delete(self, request: pb.DeleteRequest, context) -> pb.DeleteResponse:
         deleted = self._server.delete_tensor(request.name)
         if deleted:
-            self._on_update()
             if self._metrics is not None:
                 self._metrics.forget_tensor(request.name)
         return pb.DeleteResponse(deleted=deleted)
@@ -328,7 +338,6 @@ class PartitionServicer:
         opt = request.optimizer
         config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
-        self._on_update()
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "push_grad", grads.nbytes)
         return pb.PushGradResponse(version=version)
@@ -343,14 +352,20 @@ class PartitionServicer:
         return pb.BarrierResponse(generation=generation)
 
     def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
-        files, rows = self._server.checkpoint(request.path, list(request.names) or None)
+        names = list(request.names) or None
+        if request.phase == pb.COMMIT:
+            self._server.commit_checkpoint(request.path, request.save_id, names or [])
+            return pb.CheckpointResponse()
+        if request.phase == pb.ABORT:
+            self._server.abort_checkpoint(request.path, request.save_id)
+            return pb.CheckpointResponse()
+        files, rows = self._server.checkpoint(request.path, names, save_id=request.save_id or None)
         response = pb.CheckpointResponse(rows=rows)
         response.files[:] = files
         return response
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
         names, rows = self._server.restore(request.path, list(request.names) or None)
-        self._on_update()
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names
         return response

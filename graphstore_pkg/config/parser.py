@@ -25,6 +25,7 @@ from graphstore.config.schema import (
     DEFAULT_MAX_RESTARTS,
     DEFAULT_REMOTE_EXEC,
     DEFAULT_TRAINER_HOST,
+    DURABILITY_MODES,
     LOCAL_READ_MODES,
     RESTART_POLICIES,
     CheckpointSettings,
@@ -60,7 +61,7 @@ TOP_LEVEL_FIELDS = (
     "metrics_port",
 )
 SERVER_FIELDS = ("host", "port", "part_id", "exec_host", "bind_host")
-CHECKPOINT_FIELDS = ("path", "every_s", "every_updates", "keep")
+CHECKPOINT_FIELDS = ("path", "every_s", "every_updates", "keep", "durability", "fsync")
 TLS_FIELDS = ("cert", "key", "ca", "client_auth", "server_name")
 # The smallest value of each integer rpc field (the float ones must be > 0).
 RPC_INTEGER_MINIMUM = {"max_retries": 0, "max_message_bytes": 1, "chunk_bytes": 1}
@@ -287,6 +288,10 @@ def _read_checkpoint(reader: FieldReader, data: Mapping) -> CheckpointSettings:
         keep=reader.integer(
             section, "keep", prefix="checkpoint.", default=DEFAULT_CHECKPOINT_KEEP, minimum=1
         ),
+        durability=reader.choice(
+            section, "durability", DURABILITY_MODES, default="checkpoint", prefix="checkpoint."
+        ),
+        fsync=reader.boolean(section, "fsync", False, prefix="checkpoint."),
     )
     if settings.every_s is not None and settings.every_s > MAX_CHECKPOINT_EVERY_S:
         raise reader.error(
@@ -294,6 +299,10 @@ def _read_checkpoint(reader: FieldReader, data: Mapping) -> CheckpointSettings:
         )
     if settings.path is None and (settings.every_s is not None or settings.every_updates is not None):
         raise reader.error("checkpoint.path", "is missing (every_s / every_updates need a folder)")
+    if settings.path is None and settings.durability == "wal":
+        raise reader.error("checkpoint.path", "is missing (durability: wal keeps its log there)")
+    if settings.fsync and settings.durability != "wal":
+        raise reader.error("checkpoint.fsync", "applies to durability: wal only")
     return settings
 
 

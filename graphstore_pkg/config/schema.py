@@ -18,6 +18,7 @@ DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
 DEFAULT_TRAINER_HOST = "127.0.0.1"
 DEFAULT_MAX_RESTARTS = 3
 DEFAULT_CHECKPOINT_KEEP = 3
+DURABILITY_MODES = ("checkpoint", "wal")
 LOCAL_READ_MODES = ("auto", "on", "off")
 RESTART_POLICIES = ("no", "on-failure")
 
@@ -94,12 +95,18 @@ class CheckpointSettings:
         every_s: checkpoint when this many seconds passed and something changed.
         every_updates: checkpoint after this many updates.
         keep: complete checkpoints kept per server.
+        durability: ``checkpoint`` (a crash loses at most ``every_updates`` updates or ``every_s``
+            seconds of them) or ``wal`` (every write is appended to a write-ahead log under ``path``
+            before it is answered; a crash loses none).
+        fsync: with ``wal``, sync the log before answering (survives a power loss, not only a crash).
     """
 
     path: str | None = None
     every_s: float | None = None
     every_updates: int | None = None
     keep: int = DEFAULT_CHECKPOINT_KEEP
+    durability: str = "checkpoint"
+    fsync: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)

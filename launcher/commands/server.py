@@ -13,8 +13,9 @@ Security (``docs/security.md``): ``--token-file`` (or the ``GRAPHSTORE_TOKEN`` e
 health checks carry the token; ``--tls-cert`` / ``--tls-key`` turn TLS on, ``--tls-ca`` also requires
 client certificates. Reliability (``docs/reliability.md``): ``--checkpoint-dir`` with
 ``--checkpoint-every-s`` / ``--checkpoint-every-updates`` writes periodic checkpoints,
-``--restore-latest`` restores the newest one before serving. ``--metrics-port`` serves Prometheus
-metrics.
+``--restore-latest`` restores the newest one before serving; ``--durability wal`` (with ``--fsync``)
+appends every write to a write-ahead log before answering it (``docs/server.md``). ``--metrics-port``
+serves Prometheus metrics.
 """
 
 from __future__ import annotations
@@ -79,6 +80,18 @@ def register(subparsers) -> None:
     )
     ckpt.add_argument(
         "--checkpoint-keep", type=int, default=3, help="complete checkpoints to keep (default 3)"
+    )
+    ckpt.add_argument(
+        "--durability",
+        choices=("checkpoint", "wal"),
+        default="checkpoint",
+        help="checkpoint: a crash loses at most the periodic checkpoints' bound of updates; wal: every "
+        "write is logged before it is answered, a crash loses none (default checkpoint)",
+    )
+    ckpt.add_argument(
+        "--fsync",
+        action="store_true",
+        help="with --durability wal: sync the log before answering (survives a power loss too)",
     )
     ckpt.add_argument(
         "--restore-latest",

@@ -209,6 +209,18 @@ BAD_FIELDS = [
     ("checkpoint every_s long", checkpoint(every_s=1e6), "'checkpoint.every_s' = 1000000.0"),
     ("checkpoint updates zero", checkpoint(every_updates=0), "'checkpoint.every_updates' = 0 must be >= 1"),
     ("checkpoint keep zero", checkpoint(keep=0), "field 'checkpoint.keep' = 0 must be >= 1"),
+    (
+        "checkpoint durability unknown",
+        checkpoint(durability="journal"),
+        "field 'checkpoint.durability' = 'journal' must be one of checkpoint, wal",
+    ),
+    (
+        "wal without a folder",
+        {"checkpoint": {"durability": "wal"}},
+        "'checkpoint.path' is missing (durability",
+    ),
+    ("fsync without wal", checkpoint(fsync=True), "'checkpoint.fsync' applies to durability: wal only"),
+    ("fsync text", checkpoint(durability="wal", fsync="yes"), "'checkpoint.fsync' must be true or false"),
     ("tls empty", {"tls": {}}, "field 'tls' names no files"),
     ("tls unknown", {"tls": {"ca": "ca", "crt": "x"}}, "field 'tls.crt' is not a known field"),
     (
@@ -300,7 +312,7 @@ def full_config(folder: Path) -> ClusterConfig:
         background_nice=19,
         restart="on-failure",
         max_restarts=0,
-        checkpoint={"path": "ckpt", "every_updates": 10, "keep": 1},
+        checkpoint={"path": "ckpt", "every_updates": 10, "keep": 1, "durability": "wal", "fsync": True},
         tls={"cert": "s.crt", "key": "s.key", "ca": "ca.crt", "client_auth": True, "server_name": "gs"},
         token_file="token",
         metrics_port=65534,
@@ -314,6 +326,7 @@ def test_good_values_of_every_field(tmp_path):
     assert config.rpc.deadline_s == 5.0 and config.rpc.max_retries == 0 and config.rpc.chunk_bytes == 1024
     assert config.local_read == "off" and config.local_part_id == 1 and config.background_nice == 19
     assert config.checkpoint.path == str(tmp_path / "ckpt") and config.checkpoint.every_updates == 10
+    assert config.checkpoint.durability == "wal" and config.checkpoint.fsync
     assert config.tls.client_auth and config.tls.ca == str(tmp_path / "ca.crt")
     assert config.token == "t0ken-from-file" and config.metrics_port_of(1) == 65535
     security = config.channel_security()
