@@ -310,22 +310,30 @@ class PushGradResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class BarrierRequest(_message.Message):
-    __slots__ = ("name", "count", "timeout_s", "participant")
+    __slots__ = ("name", "count", "timeout_s", "participant", "has_ticket", "ticket", "leave")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     PARTICIPANT_FIELD_NUMBER: _ClassVar[int]
+    HAS_TICKET_FIELD_NUMBER: _ClassVar[int]
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    LEAVE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     timeout_s: float
     participant: str
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ...) -> None: ...
+    has_ticket: bool
+    ticket: int
+    leave: bool
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ..., has_ticket: _Optional[bool] = ..., ticket: _Optional[int] = ..., leave: _Optional[bool] = ...) -> None: ...
 
 class BarrierResponse(_message.Message):
-    __slots__ = ("generation",)
+    __slots__ = ("generation", "released")
     GENERATION_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
     generation: int
-    def __init__(self, generation: _Optional[int] = ...) -> None: ...
+    released: bool
+    def __init__(self, generation: _Optional[int] = ..., released: _Optional[bool] = ...) -> None: ...
 
 class CheckpointRequest(_message.Message):
     __slots__ = ("path", "names")

@@ -24,14 +24,17 @@ import signal
 import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from graphstore.auth import TokenAuthInterceptor, server_credentials, validate_token
+from graphstore.auth_limiter import AuthFailureLimiter
+from graphstore.limits import RequestLimits
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
+from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
 from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
@@ -52,18 +55,23 @@ class ServerConfig:
         port: TCP port; 0 picks a free one (printed in the startup line).
         writable_features: load the partition's features into memory and allow writes to them.
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
-        num_threads: worker threads answering calls; each waiting barrier participant holds one.
+        num_threads: worker threads answering calls (a waiting barrier participant holds none).
         grace_s: on shutdown, how long calls in flight may take to finish.
         token: the shared token every call but health checks must carry (None: no check).
+        allow_short_token: accept a token shorter than 16 characters.
         tls_cert, tls_key: the server's TLS certificate and key (PEM); TLS is on when given.
         tls_ca: a CA bundle; when given, clients must present a certificate it signed (mutual TLS).
-        metrics_port: serve Prometheus metrics on this port of ``host`` (None: off; 0: a free port).
+        metrics_port: serve Prometheus metrics on this port (None: off; 0: a free port).
+        metrics_host: the interface the metrics endpoint binds (loopback unless configured).
         restore_from: a checkpoint folder to restore after loading, before serving.
         checkpoint_on_exit: a folder to checkpoint every run-time tensor to on a clean shutdown.
         checkpoint_dir: the periodic checkpoints' folder (this server writes ``DIR/part-K``).
         checkpoint_every_s, checkpoint_every_updates: when to write them (either or both).
         checkpoint_keep: how many complete periodic checkpoints to keep.
         restore_latest: restore the newest periodic checkpoint under ``checkpoint_dir`` before serving.
+        checkpoint_root: the folder the names of Checkpoint / Restore calls are confined to (None:
+            ``checkpoints/`` beside the partition config).
+        limits: the bounds every request is held to (:class:`~graphstore.limits.RequestLimits`).
     """
 
     part_config: str
@@ -86,6 +94,10 @@ class ServerConfig:
     checkpoint_every_updates: int | None = None
     checkpoint_keep: int = 3
     restore_latest: bool = False
+    allow_short_token: bool = False
+    metrics_host: str = "127.0.0.1"
+    checkpoint_root: str | None = None
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
     def validate(self) -> None:
         """Check value ranges.
@@ -104,7 +116,8 @@ class ServerConfig:
         if not 0 <= self.grace_s <= 60:
             raise ValueError(f"grace_s must be in [0, 60], got {self.grace_s}")
         if self.token is not None:
-            validate_token(self.token)
+            validate_token(self.token, allow_short=self.allow_short_token)
+        self.limits.validate()
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
         if self.tls_ca is not None and self.tls_cert is None:
@@ -182,7 +195,9 @@ class RunningServer:
         self._stop_requested = threading.Event()
         started = time.monotonic()
         data = load_partition(config.part_config, config.part_id)
-        self.partition = PartitionServer(data, writable_features=config.writable_features)
+        self.partition = PartitionServer(
+            data, writable_features=config.writable_features, limits=config.limits
+        )
         self.restored_from: str | None = None
         if config.restore_from:
             names, rows = self.partition.restore(config.restore_from)
@@ -221,7 +236,10 @@ class RunningServer:
         interceptors = []
         if config.token:
             on_denied = self.metrics.denied if self.metrics is not None else None
-            interceptors.append(TokenAuthInterceptor(config.token, on_denied=on_denied))
+            limiter = AuthFailureLimiter(config.limits.auth_failure_burst, config.limits.auth_cooldown_s)
+            interceptors.append(
+                TokenAuthInterceptor(config.token, on_denied, limiter, allow_short=config.allow_short_token)
+            )
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.num_threads, thread_name_prefix="graphstore-rpc"),
             options=grpc_server_options(config.max_message_bytes),
@@ -232,6 +250,8 @@ class RunningServer:
             on_shutdown=self.request_stop,
             metrics=self.metrics,
             on_update=self.checkpointer.note_update if self.checkpointer is not None else None,
+            limits=config.limits,
+            checkpoint_root=CheckpointRoot(config.checkpoint_root) if config.checkpoint_root else None,
         )
         self._grpc.add_generic_rpc_handlers((self._servicer.generic_handler(),))
         self._health = health.HealthServicer(
@@ -256,11 +276,15 @@ class RunningServer:
         if self.metrics is not None:
             try:
                 self.metrics_port = self.metrics.serve(
-                    config.metrics_port, config.host.strip("[]"), config.tls_cert, config.tls_key
+                    config.metrics_port,
+                    config.metrics_host.strip("[]"),
+                    config.tls_cert,
+                    config.tls_key,
+                    config.token,
                 )
             except OSError as exc:
                 self._grpc.stop(0)
-                where = format_address(config.host, config.metrics_port)
+                where = format_address(config.metrics_host, config.metrics_port)
                 raise OSError(f"metrics_port: cannot listen on {where}: {exc}") from None
         if not is_loopback(config.host) and not (config.token and config.tls_cert):
             log_event(

@@ -21,6 +21,7 @@ from collections import Counter
 
 import numpy as np
 
+from graphstore.limits import RequestLimits
 from graphstore.partition.types import PartitionData
 from graphstore.server import sampler
 from graphstore.server.barrier import BarrierRegistry
@@ -28,6 +29,7 @@ from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, sav
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
 from graphstore.server.id_range import IdRange
+from graphstore.server.memory_budget import MemoryBudget
 from graphstore.server.optimizer import SparseOptimizerState
 from graphstore.server.tensor_store import TensorStore
 from graphstore.types import (
@@ -60,6 +62,8 @@ class PartitionServer:
             raises PermissionError.
         gather_threads: threads per large pull (see :class:`~graphstore.server.gather.RowGatherer`);
             None: the usable CPUs, at most 4.
+        limits: the bounds of barrier waits and the memory margin of new tensors (default: the
+            defaults of :class:`~graphstore.limits.RequestLimits`).
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -72,9 +76,11 @@ class PartitionServer:
         writable_features: bool = False,
         read_only_view: bool = False,
         gather_threads: int | None = None,
+        limits: RequestLimits | None = None,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
+        limits = limits if limits is not None else RequestLimits()
         self.part_id = int(partition.part_id)
         self._partition = partition
         self._read_only_view = read_only_view
@@ -86,6 +92,7 @@ class PartitionServer:
             IdRange(partition.node_start, partition.node_end, self._node_bounds[-1]),
             IdRange(partition.edge_start, partition.edge_end, self._edge_bounds[-1]),
             RowGatherer(threads=gather_threads),
+            MemoryBudget(limits.memory_margin_bytes),
         )
         for name, array in partition.node_feats.items():
             scheme = partition.node_schemes[name]
@@ -103,7 +110,7 @@ class PartitionServer:
         self._out_dst = np.asarray(partition.out_dst)
         self._out_eid = np.asarray(partition.out_eid)
         self._optimizer = SparseOptimizerState()
-        self._barriers = BarrierRegistry()
+        self._barriers = BarrierRegistry(limits.max_barrier_timeout_s, limits.max_barrier_waiters)
         self._started = time.monotonic()
         self._counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
@@ -402,6 +409,21 @@ class PartitionServer:
             TimeoutError: (BarrierTimeoutError) not everyone arrived in time.
         """
         return self._barriers.wait(name, count, timeout_s, participant)
+
+    def barrier_arrive(
+        self, name: str, count: int, timeout_s: float, participant: str, ticket: int | None, hold_s: float
+    ) -> tuple[bool, int]:
+        """Arrive at (or poll) barrier ``name`` without waiting for the others (the servicer's way,
+        see :meth:`BarrierRegistry.arrive <graphstore.server.barrier.BarrierRegistry.arrive>`).
+
+        Returns:
+            ``(released, generation)``.
+        """
+        return self._barriers.arrive(name, count, timeout_s, participant, ticket, hold_s)
+
+    def barrier_leave(self, name: str, participant: str) -> None:
+        """Withdraw a polling participant's arrival (it gave up waiting)."""
+        self._barriers.leave(name, participant)
 
     def close(self) -> None:
         """Release waiting barrier participants and stop the gather threads (shutdown); the data stays

@@ -29,11 +29,16 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from graphstore.errors import BarrierTimeoutError
+from graphstore import dtypes
+from graphstore.errors import BarrierTimeoutError, LimitExceededError, StorageFullError
+from graphstore.limits import RequestLimits
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.server.barrier_calls import answer_barrier
+from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
+from graphstore.server.limits import RequestGuard
 from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:
@@ -45,6 +50,8 @@ logger = logging.getLogger(__name__)
 # subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
 _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str], ...] = (
     ((BarrierTimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
+    ((LimitExceededError,), grpc.StatusCode.RESOURCE_EXHAUSTED, ""),  # the class's own name
+    ((StorageFullError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "StorageFullError"),
     ((TimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
     ((FileExistsError,), grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
     ((FileNotFoundError,), grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
@@ -53,6 +60,7 @@ _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str
     ((KeyError,), grpc.StatusCode.NOT_FOUND, "KeyError"),
     ((ValueError, TypeError, OverflowError, IndexError), grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
     ((MemoryError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
+    ((OSError,), grpc.StatusCode.FAILED_PRECONDITION, "OSError"),
 )
 
 
@@ -64,7 +72,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     for exc_types, code, name in _STATUS_TABLE:
         if isinstance(exc, exc_types):
-            return code, str(message), name
+            return code, str(message), name or type(exc).__name__
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {message}", "InternalError"
 
 
@@ -106,6 +114,9 @@ class PartitionServicer:
         metrics: where to count calls, latencies and tensor bytes (None: not counted).
         on_update: called after each successful write (Push, PushGrad, an Init that created a tensor,
             a Delete that deleted one, Restore).
+        limits: the bounds each request is checked against (:mod:`graphstore.server.limits`).
+        checkpoint_root: the folder Checkpoint and Restore names are confined to (default: the
+            partition folder's ``checkpoints/``).
     """
 
     def __init__(
@@ -114,8 +125,12 @@ class PartitionServicer:
         on_shutdown: Callable[[], None] | None = None,
         metrics: ServerMetrics | None = None,
         on_update: Callable[[], None] | None = None,
+        limits: RequestLimits | None = None,
+        checkpoint_root: CheckpointRoot | None = None,
     ) -> None:
         self._server = server
+        self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
+        self._checkpoint_root = checkpoint_root or CheckpointRoot.for_partition(server.partition.config_path)
         self._on_shutdown = on_shutdown
         self._metrics = metrics
         self._on_update = on_update or _no_update
@@ -167,9 +182,6 @@ class PartitionServicer:
         metrics = self._metrics
 
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
-            # The call stays in flight until its answer has been sent, not just computed.
-            if not context.add_callback(self._in_flight.leave):
-                self._in_flight.leave()  # already terminated (cancelled by the client)
             if metrics is None:
                 return _call(raw, context)
             started = time.perf_counter()
@@ -217,6 +229,7 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
+        self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize)
         target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
@@ -234,6 +247,7 @@ class PartitionServicer:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
         rows, dtype = codec.read_tensor(request.rows, "rows")
+        self._guard.row_bytes(len(ids), rows.shape[1:], rows.itemsize, f"Push of {request.name!r}")
         if dtype != scheme.dtype:
             raise ValueError(
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
@@ -254,6 +268,7 @@ class PartitionServicer:
             b=_finite(request.init.b, "init.b"),
             seed=request.init.seed,
         )
+        self._guard.shape(request.shape)
         created, scheme = self._server.init_tensor(
             request.name,
             tuple(request.shape),
@@ -294,10 +309,12 @@ class PartitionServicer:
 
     def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
         seeds = codec.read_ids(request.seeds, "seeds")
+        edge_dir = codec.edge_dir_from_wire(request.edge_dir)
+        self._guard.sample(seeds, int(request.fanout), edge_dir, request.replace)
         src, dst, eid = self._server.sample_neighbors(
             seeds,
             int(request.fanout),
-            codec.edge_dir_from_wire(request.edge_dir),
+            edge_dir,
             request.replace,
             request.prob or None,
             request.random_seed if request.has_random_seed else None,
@@ -306,15 +323,19 @@ class PartitionServicer:
 
     def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
         eids = codec.read_ids(request.eids, "eids")
+        self._guard.rows(len(eids), "eids")
         src, dst = self._server.find_edges(eids)
         return self._edges(src, dst, eids)
 
     def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
-        src, dst, eid = self._server.in_subgraph(codec.read_ids(request.nodes, "nodes"))
+        nodes = codec.read_ids(request.nodes, "nodes")
+        self._guard.in_subgraph(nodes)
+        src, dst, eid = self._server.in_subgraph(nodes)
         return self._edges(src, dst, eid)
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")
+        self._guard.rows(len(nids), "nids")
         degrees = self._server.degrees(nids, codec.edge_dir_from_wire(request.edge_dir))
         response = pb.DegreesResponse()
         codec.write_ids(response.degrees, degrees)
@@ -323,6 +344,7 @@ class PartitionServicer:
     def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:
         ids = codec.read_ids(request.ids, "ids")
         grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
+        self._guard.row_bytes(len(ids), grads.shape[1:], grads.itemsize, f"PushGrad of {request.name!r}")
         opt = request.optimizer
         config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
@@ -332,22 +354,22 @@ class PartitionServicer:
         return pb.PushGradResponse(version=version)
 
     def _barrier(self, request: pb.BarrierRequest, context) -> pb.BarrierResponse:
-        timeout_s = request.timeout_s
-        remaining = context.time_remaining()
-        if remaining is not None and math.isfinite(timeout_s) and timeout_s > 0:
-            # Never wait past the caller's deadline: it could not hear the answer anyway.
-            timeout_s = max(min(timeout_s, remaining), 1e-3)
-        generation = self._server.barrier(request.name, request.count, timeout_s, request.participant)
-        return pb.BarrierResponse(generation=generation)
+        self._guard.barrier_timeout(request.timeout_s)  # as sent, before anything bounds it
+        return answer_barrier(self._server, request, context)
 
     def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
-        files, rows = self._server.checkpoint(request.path, list(request.names) or None)
+        with self._checkpoint_root.file_errors(request.path):
+            folder = self._checkpoint_root.resolve(request.path, create=True)
+            files, rows = self._server.checkpoint(folder, list(request.names) or None)
         response = pb.CheckpointResponse(rows=rows)
         response.files[:] = files
         return response
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
-        names, rows = self._server.restore(request.path, list(request.names) or None)
+        with self._checkpoint_root.file_errors(request.path):
+            names, rows = self._server.restore(
+                self._checkpoint_root.resolve(request.path), list(request.names) or None
+            )
         self._on_update()
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names

@@ -6,8 +6,9 @@ name; a subpackage missing from that list installs nowhere but in editable mode.
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 

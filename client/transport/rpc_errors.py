@@ -2,9 +2,10 @@
 
 The server names the Python exception behind a refusal in its trailing metadata
 (``graphstore-error``); the client raises the same built-in exception (ValueError, KeyError,
-FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError) with the server's
-message, so code runs unchanged over either transport. A server that cannot be reached, or is going
-away, raises :class:`graphstore.errors.ServerUnavailableError` naming its address; anything else
+FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError, OSError, and
+graphstore's LimitExceededError / MemoryBudgetError / StorageFullError) with the server's message,
+so code runs unchanged over either transport. A server that cannot be reached, or is going away,
+raises :class:`graphstore.errors.ServerUnavailableError` naming its address; anything else
 raises :class:`graphstore.errors.ServerError` with the gRPC status code.
 """
 
@@ -12,7 +13,14 @@ from __future__ import annotations
 
 import grpc
 
-from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
+from graphstore.errors import (
+    BarrierTimeoutError,
+    LimitExceededError,
+    MemoryBudgetError,
+    ServerError,
+    ServerUnavailableError,
+    StorageFullError,
+)
 from graphstore.protos.service import ERROR_METADATA_KEY
 
 _ERRORS_BY_NAME: dict[str, type[Exception]] = {
@@ -24,6 +32,10 @@ _ERRORS_BY_NAME: dict[str, type[Exception]] = {
     "TimeoutError": TimeoutError,
     "BarrierTimeoutError": BarrierTimeoutError,
     "MemoryError": MemoryError,
+    "LimitExceededError": LimitExceededError,
+    "MemoryBudgetError": MemoryBudgetError,
+    "StorageFullError": StorageFullError,
+    "OSError": OSError,
 }
 # Server-side errors that mean "this server is going away": raised as ServerUnavailableError.
 _UNAVAILABLE_KINDS = ("ConnectionAbortedError",)

@@ -1,0 +1,138 @@
+"""Checks of each request against the server's :class:`~graphstore.limits.RequestLimits`, made before
+the work that could exhaust memory starts.
+
+The servicer calls one :class:`RequestGuard` method per request kind. A request over a limit raises
+:class:`~graphstore.errors.LimitExceededError` (RESOURCE_EXHAUSTED on the wire) naming the limit, its
+value and the request's figure; a malformed value (a shape whose element count overflows, too many
+dimensions) raises ValueError (INVALID_ARGUMENT).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from graphstore.errors import LimitExceededError
+from graphstore.limits import RequestLimits
+from graphstore.types import TensorScheme
+
+# Elements of one tensor beyond this overflow int64 byte counts (2**63 / 16-byte items, rounded).
+_MAX_ELEMENTS = 2**59
+
+
+def planned_edges(degrees: np.ndarray, fanout: int, replace: bool) -> int:
+    """The most edges a neighbor sample can return: the sum of the degrees for ``fanout == -1``,
+    ``fanout`` per seed that has an edge with replacement, ``min(degree, fanout)`` per seed without.
+
+    Args:
+        degrees: the seeds' degrees in the sampled direction.
+        fanout: edges per seed (-1: all).
+        replace: with replacement.
+    """
+    degrees = np.asarray(degrees, dtype=np.int64)
+    if fanout < 0:
+        return int(degrees.sum())
+    if replace:
+        return int(np.count_nonzero(degrees)) * int(fanout)
+    return int(np.minimum(degrees, fanout).sum())
+
+
+class RequestGuard:
+    """The limit checks of one server.
+
+    Args:
+        limits: the bounds (validated).
+        server: the partition (for degrees and tensor schemes).
+    """
+
+    def __init__(self, limits: RequestLimits, server) -> None:
+        limits.validate()
+        self.limits = limits
+        self._server = server
+
+    def _refuse(self, limit: str, message: str) -> LimitExceededError:
+        return LimitExceededError(f"{message} exceeds the limit {limit}={getattr(self.limits, limit)}", limit)
+
+    def rows(self, count: int, arg: str) -> None:
+        """IDs one request carries.
+
+        Raises:
+            LimitExceededError: more than ``max_request_rows``.
+        """
+        if count > self.limits.max_request_rows:
+            raise self._refuse("max_request_rows", f"{arg}: {count} IDs")
+
+    def row_bytes(self, num_rows: int, row_shape: Sequence[int], itemsize: int, arg: str) -> None:
+        """IDs and row bytes of one Pull answer, Push or PushGrad request.
+
+        Raises:
+            LimitExceededError: more than ``max_request_rows`` IDs or ``max_request_bytes`` bytes.
+        """
+        self.rows(num_rows, arg)
+        nbytes = int(num_rows) * int(np.prod(row_shape, dtype=object)) * int(itemsize)
+        if nbytes > self.limits.max_request_bytes:
+            raise self._refuse(
+                "max_request_bytes",
+                f"{arg}: {num_rows} rows of shape {list(row_shape)} ({nbytes} bytes)",
+            )
+
+    def pull(self, scheme: TensorScheme, num_ids: int, itemsize: int) -> None:
+        """A pull of ``num_ids`` rows of a tensor (``itemsize``: bytes per stored element)."""
+        self.row_bytes(num_ids, scheme.shape[1:], itemsize, f"Pull of {scheme.name!r}")
+
+    def sample(self, seeds: np.ndarray, fanout: int, edge_dir: str, replace: bool) -> None:
+        """A neighbor sample: its seed count and the most edges it can return.
+
+        Raises:
+            LimitExceededError: too many seeds or more than ``max_sampled_edges`` edges.
+            ValueError: a fanout below -1, a bad seed or edge_dir (from the degree lookup).
+        """
+        self.rows(len(seeds), "seeds")
+        if fanout < -1:
+            raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {fanout}")
+        if fanout == 0 or len(seeds) == 0:
+            return
+        edges = planned_edges(self._server.degrees(seeds, edge_dir), fanout, replace)
+        if edges > self.limits.max_sampled_edges:
+            raise self._refuse(
+                "max_sampled_edges",
+                f"SampleNeighbors: {len(seeds)} seeds x fanout {fanout} (replace={replace}) "
+                f"can return {edges} edges, which",
+            )
+
+    def in_subgraph(self, nodes: np.ndarray) -> None:
+        """An in-subgraph query: its node count and the in-edges it returns."""
+        self.rows(len(nodes), "nodes")
+        edges = planned_edges(self._server.degrees(nodes, "in"), -1, False)
+        if edges > self.limits.max_sampled_edges:
+            raise self._refuse(
+                "max_sampled_edges", f"InSubgraph: {len(nodes)} nodes have {edges} in-edges, which"
+            )
+
+    def shape(self, shape: Sequence[int]) -> None:
+        """The global shape of a tensor to create.
+
+        Raises:
+            ValueError: more than ``max_tensor_dims`` dimensions, or an element count that overflows.
+        """
+        if len(shape) > self.limits.max_tensor_dims:
+            raise ValueError(
+                f"shape: {len(shape)} dimensions {list(shape)} exceed the limit "
+                f"max_tensor_dims={self.limits.max_tensor_dims}"
+            )
+        elements = int(np.prod([max(int(d), 0) for d in shape], dtype=object)) if shape else 0
+        if elements > _MAX_ELEMENTS:
+            raise ValueError(f"shape: {list(shape)} has {elements} elements, more than {_MAX_ELEMENTS}")
+
+    def barrier_timeout(self, timeout_s: float) -> None:
+        """A barrier's ``timeout_s``, checked as sent (before anything clamps it).
+
+        Raises:
+            ValueError: not a number in (0, ``max_barrier_timeout_s``].
+        """
+        limit = self.limits.max_barrier_timeout_s
+        if not 0 < timeout_s <= limit:  # NaN fails too
+            raise ValueError(
+                f"timeout_s must be in (0, {limit:g}] (limit max_barrier_timeout_s), got {timeout_s}"
+            )
