@@ -124,6 +124,7 @@ class PartitionMetadata:
     part_config: str = ""
     hostname: str = ""
     format_version: int = 1
+    checkpoint_root: str = ""  # the folder checkpoint names live under on the server's host
 
 
 @dataclass(frozen=True)

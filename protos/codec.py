@@ -260,6 +260,7 @@ def write_metadata(msg: pb.MetadataResponse, meta: PartitionMetadata) -> None:
     msg.part_config = meta.part_config
     msg.hostname = meta.hostname
     msg.format_version = meta.format_version
+    msg.checkpoint_root = meta.checkpoint_root
 
 
 def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
@@ -276,6 +277,7 @@ def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
         part_config=msg.part_config,
         hostname=msg.hostname,
         format_version=msg.format_version,
+        checkpoint_root=msg.checkpoint_root,
     )
 
 

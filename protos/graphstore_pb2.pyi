@@ -92,7 +92,7 @@ class MetadataRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class MetadataResponse(_message.Message):
-    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version")
+    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "checkpoint_root")
     GRAPH_NAME_FIELD_NUMBER: _ClassVar[int]
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTS_FIELD_NUMBER: _ClassVar[int]
@@ -104,6 +104,7 @@ class MetadataResponse(_message.Message):
     PART_CONFIG_FIELD_NUMBER: _ClassVar[int]
     HOSTNAME_FIELD_NUMBER: _ClassVar[int]
     FORMAT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ROOT_FIELD_NUMBER: _ClassVar[int]
     graph_name: str
     part_id: int
     num_parts: int
@@ -115,7 +116,8 @@ class MetadataResponse(_message.Message):
     part_config: str
     hostname: str
     format_version: int
-    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ...) -> None: ...
+    checkpoint_root: str
+    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., checkpoint_root: _Optional[str] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("name", "ids")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from graphstore.errors import StorageFullError
@@ -103,3 +103,38 @@ class CheckpointRoot:
             if kind is OSError:
                 raise OSError(exc.errno, message) from None
             raise kind(message) from None
+
+
+def named_checkpoint(
+    root: CheckpointRoot, write: Callable[[str, list[str] | None], tuple[list[str], int]], name: str, names
+) -> tuple[list[str], int]:
+    """A client's Checkpoint: ``write`` (a partition's ``checkpoint``) into the folder of ``name``.
+
+    Args:
+        root: the partition's checkpoint root.
+        write: writes tensors into a folder: ``(folder, names) -> (files, rows)``.
+        name: the checkpoint's name, relative to ``root``.
+        names: the tensors to write (None: every run-time tensor).
+
+    Returns:
+        ``(files written, rows written)``.
+
+    Raises:
+        ValueError: a name that is absolute, has ``..`` or leaves the root; ENAMETOOLONG / ENOTDIR.
+        StorageFullError, PermissionError, OSError: the file system refused (naming the checkpoint).
+    """
+    with root.file_errors(name):
+        return write(root.resolve(name, create=True), names)
+
+
+def named_restore(
+    root: CheckpointRoot, read: Callable[[str, list[str] | None], tuple[list[str], int]], name: str, names
+) -> tuple[list[str], int]:
+    """A client's Restore: ``read`` (a partition's ``restore``) from the folder of ``name`` (see
+    :func:`named_checkpoint`).
+
+    Returns:
+        ``(restored names, rows restored)``.
+    """
+    with root.file_errors(name):
+        return read(root.resolve(name), names)

@@ -34,7 +34,6 @@ from graphstore.auth_limiter import AuthFailureLimiter
 from graphstore.limits import RequestLimits
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
-from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
 from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
@@ -196,7 +195,10 @@ class RunningServer:
         started = time.monotonic()
         data = load_partition(config.part_config, config.part_id)
         self.partition = PartitionServer(
-            data, writable_features=config.writable_features, limits=config.limits
+            data,
+            writable_features=config.writable_features,
+            limits=config.limits,
+            checkpoint_root=config.checkpoint_root,
         )
         self.restored_from: str | None = None
         if config.restore_from:
@@ -251,7 +253,6 @@ class RunningServer:
             metrics=self.metrics,
             on_update=self.checkpointer.note_update if self.checkpointer is not None else None,
             limits=config.limits,
-            checkpoint_root=CheckpointRoot(config.checkpoint_root) if config.checkpoint_root else None,
         )
         self._grpc.add_generic_rpc_handlers((self._servicer.generic_handler(),))
         self._health = health.HealthServicer(

@@ -26,6 +26,7 @@ from graphstore.partition.types import PartitionData
 from graphstore.server import sampler
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
 from graphstore.server.id_range import IdRange
@@ -64,6 +65,9 @@ class PartitionServer:
             None: the usable CPUs, at most 4.
         limits: the bounds of barrier waits and the memory margin of new tensors (default: the
             defaults of :class:`~graphstore.limits.RequestLimits`).
+        checkpoint_root: the folder the names of clients' checkpoints live under (default:
+            ``checkpoints/`` beside the partition config); :meth:`checkpoint` and :meth:`restore`
+            themselves take folder paths (the servicer and the standalone transport resolve names).
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -77,6 +81,7 @@ class PartitionServer:
         read_only_view: bool = False,
         gather_threads: int | None = None,
         limits: RequestLimits | None = None,
+        checkpoint_root: str | None = None,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
@@ -84,6 +89,11 @@ class PartitionServer:
         self.part_id = int(partition.part_id)
         self._partition = partition
         self._read_only_view = read_only_view
+        self.checkpoint_root = (
+            CheckpointRoot(checkpoint_root)
+            if checkpoint_root
+            else CheckpointRoot.for_partition(partition.config_path)
+        )
         book = partition.book
         self._node_bounds = tuple(int(b) for b in np.asarray(book.node_bounds))
         self._edge_bounds = tuple(int(b) for b in np.asarray(book.edge_bounds))
@@ -164,6 +174,7 @@ class PartitionServer:
             tensors=tuple(self.list_tensors()),
             part_config=p.config_path,
             hostname=socket.gethostname(),
+            checkpoint_root=self.checkpoint_root.root,
         )
 
     def stats(self) -> ServerStats:

@@ -36,7 +36,7 @@ from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
 from graphstore.server.barrier_calls import answer_barrier
-from graphstore.server.checkpoint_root import CheckpointRoot
+from graphstore.server.checkpoint_root import named_checkpoint, named_restore
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
 from graphstore.server.limits import RequestGuard
 from graphstore.types import InitSpec, OptimizerConfig
@@ -115,8 +115,6 @@ class PartitionServicer:
         on_update: called after each successful write (Push, PushGrad, an Init that created a tensor,
             a Delete that deleted one, Restore).
         limits: the bounds each request is checked against (:mod:`graphstore.server.limits`).
-        checkpoint_root: the folder Checkpoint and Restore names are confined to (default: the
-            partition folder's ``checkpoints/``).
     """
 
     def __init__(
@@ -126,11 +124,9 @@ class PartitionServicer:
         metrics: ServerMetrics | None = None,
         on_update: Callable[[], None] | None = None,
         limits: RequestLimits | None = None,
-        checkpoint_root: CheckpointRoot | None = None,
     ) -> None:
         self._server = server
         self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
-        self._checkpoint_root = checkpoint_root or CheckpointRoot.for_partition(server.partition.config_path)
         self._on_shutdown = on_shutdown
         self._metrics = metrics
         self._on_update = on_update or _no_update
@@ -358,18 +354,17 @@ class PartitionServicer:
         return answer_barrier(self._server, request, context)
 
     def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
-        with self._checkpoint_root.file_errors(request.path):
-            folder = self._checkpoint_root.resolve(request.path, create=True)
-            files, rows = self._server.checkpoint(folder, list(request.names) or None)
+        files, rows = named_checkpoint(
+            self._server.checkpoint_root, self._server.checkpoint, request.path, list(request.names) or None
+        )
         response = pb.CheckpointResponse(rows=rows)
         response.files[:] = files
         return response
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
-        with self._checkpoint_root.file_errors(request.path):
-            names, rows = self._server.restore(
-                self._checkpoint_root.resolve(request.path), list(request.names) or None
-            )
+        names, rows = named_restore(
+            self._server.checkpoint_root, self._server.restore, request.path, list(request.names) or None
+        )
         self._on_update()
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names

@@ -10,6 +10,7 @@ implementation of every operation.
 from __future__ import annotations
 
 from graphstore.partition.types import PartitionData
+from graphstore.server.checkpoint_root import named_checkpoint, named_restore
 from graphstore.server.partition_server import PartitionServer
 from graphstore.types import PartitionAPI
 
@@ -17,6 +18,22 @@ from graphstore.types import PartitionAPI
 # trainer's parallelism, and a spare core belongs to the model training beside them. (A partition
 # server, whose idle cores serve nobody else, splits large gathers across threads.)
 TRAINER_GATHER_THREADS = 1
+
+
+class InProcessPartition(PartitionServer):
+    """A :class:`PartitionServer` whose ``checkpoint`` / ``restore`` take checkpoint *names* under its
+    checkpoint root, as a server's Checkpoint and Restore calls do (the same resolution, the same errors).
+    """
+
+    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
+        """Write tensors under the checkpoint called ``path`` (relative to the checkpoint root)."""
+        self._writes_allowed("checkpoint")
+        return named_checkpoint(self.checkpoint_root, super().checkpoint, path, names)
+
+    def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
+        """Restore tensors from the checkpoint called ``path`` (relative to the checkpoint root)."""
+        self._writes_allowed("restore")
+        return named_restore(self.checkpoint_root, super().restore, path, names)
 
 
 def open_in_process(data: PartitionData, *, read_only: bool = False) -> PartitionAPI:
@@ -32,4 +49,4 @@ def open_in_process(data: PartitionData, *, read_only: bool = False) -> Partitio
         An object implementing :class:`graphstore.types.PartitionAPI`, plus ``pull_into(name, ids,
         out)``, which gathers rows straight into a caller's array.
     """
-    return PartitionServer(data, read_only_view=read_only, gather_threads=TRAINER_GATHER_THREADS)
+    return InProcessPartition(data, read_only_view=read_only, gather_threads=TRAINER_GATHER_THREADS)

@@ -283,7 +283,7 @@ def test_launch_checks_need_graph_name_and_part_config(tmp_path, missing):
 
 def full_config(folder: Path) -> ClusterConfig:
     """A config that sets every field (relative paths against ``folder``)."""
-    (folder / "token").write_text("t0ken-from-file\n")
+    (folder / "token").write_text("t0ken-from-the-file\n")
     return parse(
         folder,
         graph_name="g",
@@ -315,9 +315,9 @@ def test_good_values_of_every_field(tmp_path):
     assert config.local_read == "off" and config.local_part_id == 1 and config.background_nice == 19
     assert config.checkpoint.path == str(tmp_path / "ckpt") and config.checkpoint.every_updates == 10
     assert config.tls.client_auth and config.tls.ca == str(tmp_path / "ca.crt")
-    assert config.token == "t0ken-from-file" and config.metrics_port_of(1) == 65535
+    assert config.token == "t0ken-from-the-file" and config.metrics_port_of(1) == 65535
     security = config.channel_security()
-    assert security.cert == str(tmp_path / "s.crt") and security.token == "t0ken-from-file"
+    assert security.cert == str(tmp_path / "s.crt") and security.token == "t0ken-from-the-file"
 
 
 def test_document_round_trip_gives_an_equal_config(tmp_path):
@@ -326,7 +326,7 @@ def test_document_round_trip_gives_an_equal_config(tmp_path):
     assert "token" not in document, "a token from a file is written as its path"
     again = parse_cluster_config(document, tmp_path / "elsewhere", source="test.yaml", check_files=False)
     assert again == config
-    inline = dataclasses.replace(config, token="inline-token", token_file=None)
+    inline = dataclasses.replace(config, token="inline-token-of-16+", token_file=None)
     assert parse_cluster_config(config_to_mapping(inline), tmp_path, "test.yaml", check_files=False) == inline
 
 

@@ -265,7 +265,7 @@ def _valid_config(part_config: str, ports: list[int], tmp_path) -> dict:
         "max_restarts": 1,
         "checkpoint": {"path": str(tmp_path / "ck"), "every_s": 10, "every_updates": 5, "keep": 2},
         "tls": {"cert": str(tmp_path / "cert.pem"), "key": str(tmp_path / "key.pem")},
-        "token": "a-valid-token",
+        "token": "a-valid-token-16ch",
         "metrics_port": 9100,
     }
 
