@@ -2,14 +2,15 @@
 
 ``save(name, embeddings, optimizer)`` asks every partition server to write its shard of each
 embedding, with the optimizer state it holds beside the rows, in the folder ``name`` under its
-checkpoint root **on the server's own host** (``graphstore server --checkpoint-root``, ``checkpoint.root``
-in the cluster config; default ``checkpoints/`` beside the partition config; standalone mode uses the
-same default). A name is relative (``"epoch-3"``, ``"runs/a/best"``): absolute paths and ``..`` are
-refused, so a client cannot make a server write or read anywhere else. Rows are keyed by the original
-node (or edge) IDs of the input graph. ``load(name, embeddings, optimizer)`` asks every server to read
-the shards of *all* partitions that wrote the checkpoint and keep the rows it owns. So a checkpoint restores into a fresh cluster (every server restarted), into
-another number of trainers (the state lives on the servers), and into the same graph partitioned
-another way (another partition count).
+checkpoint root **on the server's own host** (``graphstore server --checkpoint-root``,
+``checkpoint.root`` in the cluster config; default ``checkpoints/`` beside the partition config;
+standalone mode uses the same default). A name is relative (``"epoch-3"``, ``"runs/a/best"``):
+absolute paths and ``..`` are refused, so a client cannot make a server write or read anywhere
+else. Rows are keyed by the original node (or edge) IDs of the input graph. ``load(name,
+embeddings, optimizer)`` asks every server to read the shards of *all* partitions that wrote the
+checkpoint and keep the rows it owns. So a checkpoint restores into a fresh cluster (every server
+restarted), into another number of trainers (the state lives on the servers), and into the same
+graph partitioned another way (another partition count).
 
 Multi-host clusters: each server reads and writes under its own root. Loading needs every shard on
 every server host: put the root on a shared file system (NFS, a mounted bucket) or copy all

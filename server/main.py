@@ -3,7 +3,8 @@
 ``graphstore server --part-config G.json --part-id K --port P`` calls :func:`serve`. The process
 
 1. raises glibc's malloc thresholds (:mod:`graphstore.malloc`),
-2. loads its partition with memory-mapped arrays (optionally restores a checkpoint: a given folder,
+2. loads its partition with memory-mapped arrays and validates it (:mod:`graphstore.partition.validate`:
+   one line naming a bad file, no traceback; optionally restores a checkpoint: a given folder,
    or the newest periodic checkpoint of this partition with ``restore_latest``),
 3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services (TLS and the
    shared-token check when configured, :mod:`graphstore.auth`), the Prometheus metrics
@@ -187,13 +188,13 @@ class RunningServer:
     """
 
     def __init__(self, config: ServerConfig) -> None:
-        from graphstore.partition import load_partition
+        from graphstore.partition.validate import load_validated_partition
 
         config.validate()
         self.config = config
         self._stop_requested = threading.Event()
         started = time.monotonic()
-        data = load_partition(config.part_config, config.part_id)
+        data = load_validated_partition(config.part_config, config.part_id)
         self.partition = PartitionServer(
             data,
             writable_features=config.writable_features,
