@@ -63,17 +63,17 @@ def validate_token(token: str, where: str = "token", allow_short: bool = False) 
     """
     if not isinstance(token, str):
         raise ValueError(f"{where} must be a string, got {type(token).__name__}")
-    minimum = 1 if allow_short else MIN_TOKEN_LENGTH
-    if not minimum <= len(token) <= MAX_TOKEN_LENGTH:
-        hint = "" if allow_short else " (a shorter one needs allow_short_token / --allow-short-token)"
-        raise ValueError(
-            f"{where} must be {minimum} to {MAX_TOKEN_LENGTH} characters long, got {len(token)}{hint}"
-        )
     bad = sorted({c for c in token if c not in _TOKEN_CHARS})
     if bad:
         raise ValueError(
             f"{where} may hold printable ASCII characters without spaces only; it has {len(bad)} other "
             f"character(s) (e.g. code point {ord(bad[0])})"
+        )
+    minimum = 1 if allow_short else MIN_TOKEN_LENGTH
+    if not minimum <= len(token) <= MAX_TOKEN_LENGTH:
+        hint = "" if allow_short else " (a shorter one needs allow_short_token / --allow-short-token)"
+        raise ValueError(
+            f"{where} must be {minimum} to {MAX_TOKEN_LENGTH} characters long, got {len(token)}{hint}"
         )
     return token
 

@@ -34,20 +34,23 @@ def answer_barrier(server, request: pb.BarrierRequest, context) -> pb.BarrierRes
     remaining = context.time_remaining()
     hold_s = HOLD_S if remaining is None else max(min(HOLD_S, remaining - _ANSWER_MARGIN_S), 0.0)
     answered = threading.Event()
-    if hold_s > 0:
+    name, participant = request.name, request.participant
 
-        def withdraw_if_unanswered() -> None:
-            if not answered.is_set():
-                server.barrier_leave(request.name, request.participant)
+    def withdraw_if_unanswered() -> None:
+        if not answered.is_set():
+            server.barrier_leave(name, participant)
 
-        context.add_callback(withdraw_if_unanswered)
+    if hold_s > 0 and not context.add_callback(withdraw_if_unanswered):
+        return pb.BarrierResponse(generation=request.ticket, released=False)  # cancelled already
     released, generation = server.barrier_arrive(
-        request.name,
+        name,
         request.count,
         request.timeout_s,
-        request.participant,
+        participant,
         request.ticket if request.has_ticket else None,
         hold_s,
     )
     answered.set()
+    if not released and not context.is_active():
+        server.barrier_leave(name, participant)  # cancelled while it arrived: nobody hears the answer
     return pb.BarrierResponse(generation=generation, released=released)

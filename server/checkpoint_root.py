@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from graphstore.errors import StorageFullError
 
 DEFAULT_FOLDER = "checkpoints"
+# What numpy's ``tofile`` / ``save`` says (as an OSError without errno) when a write comes up short.
+_SHORT_WRITE = "requested and"
 # errno -> (exception type, what went wrong) for file-system errors of a checkpoint or restore.
 _FILE_ERRORS: dict[int, tuple[type[Exception], str]] = {
     errno.ENAMETOOLONG: (ValueError, "a file name is too long for the file system"),
@@ -95,13 +97,16 @@ class CheckpointRoot:
         except (ConnectionError, TimeoutError):
             raise
         except OSError as exc:
-            if exc.errno is None:
+            code = exc.errno
+            if code is None and _SHORT_WRITE in str(exc):
+                code = errno.ENOSPC  # numpy's short write: the device ran out of space mid-file
+            elif code is None:
                 raise  # raised by graphstore itself, with its own message
-            kind, problem = _FILE_ERRORS.get(exc.errno, (OSError, exc.strerror or "file-system error"))
+            kind, problem = _FILE_ERRORS.get(code, (OSError, exc.strerror or "file-system error"))
             where = f" ({exc.filename})" if exc.filename else ""
             message = f"path: checkpoint {name!r}: {problem}{where}"
             if kind is OSError:
-                raise OSError(exc.errno, message) from None
+                raise OSError(code, message) from None
             raise kind(message) from None
 
 

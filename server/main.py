@@ -200,6 +200,7 @@ class RunningServer:
             writable_features=config.writable_features,
             limits=config.limits,
             checkpoint_root=config.checkpoint_root,
+            barrier_holders=max(1, config.num_threads // 8),
         )
         self.restored_from: str | None = None
         if config.restore_from:

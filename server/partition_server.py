@@ -68,6 +68,8 @@ class PartitionServer:
         checkpoint_root: the folder the names of clients' checkpoints live under (default:
             ``checkpoints/`` beside the partition config); :meth:`checkpoint` and :meth:`restore`
             themselves take folder paths (the servicer and the standalone transport resolve names).
+        barrier_holders: barrier calls that may be held waiting for their release at once (a server
+            keeps most of its worker threads free for other calls).
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -82,6 +84,7 @@ class PartitionServer:
         gather_threads: int | None = None,
         limits: RequestLimits | None = None,
         checkpoint_root: str | None = None,
+        barrier_holders: int = 4,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
@@ -120,7 +123,9 @@ class PartitionServer:
         self._out_dst = np.asarray(partition.out_dst)
         self._out_eid = np.asarray(partition.out_eid)
         self._optimizer = SparseOptimizerState()
-        self._barriers = BarrierRegistry(limits.max_barrier_timeout_s, limits.max_barrier_waiters)
+        self._barriers = BarrierRegistry(
+            limits.max_barrier_timeout_s, limits.max_barrier_waiters, max_holders=barrier_holders
+        )
         self._started = time.monotonic()
         self._counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
