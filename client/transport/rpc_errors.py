@@ -48,6 +48,11 @@ _UNAVAILABLE_CODES = (
 )
 
 
+# What gRPC says when a message exceeds its size limit (other RESOURCE_EXHAUSTED answers without a
+# graphstore error kind, such as the token check's cool-down, are plain ServerErrors).
+_MESSAGE_TOO_LARGE = "message larger than max"
+
+
 class ResponseTooLarge(ServerError):
     """A request or answer exceeded the gRPC message limit (RESOURCE_EXHAUSTED from gRPC itself)."""
 
@@ -77,7 +82,7 @@ def translate_rpc_error(
     for key, value in err.trailing_metadata() or ():
         if key == ERROR_METADATA_KEY:
             kind = value
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind:
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind and _MESSAGE_TOO_LARGE in details:
         return ResponseTooLarge(address, code.name, f"{method}: {details}")
     if kind in _UNAVAILABLE_KINDS:
         return ServerUnavailableError(address, code.name, f"{method}: {details}")

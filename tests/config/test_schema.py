@@ -22,6 +22,8 @@ from graphstore.config import (
     split_address,
 )
 from graphstore.errors import ConfigError
+from graphstore.launcher.process_commands import server_command
+from graphstore.limits import RequestLimits
 from graphstore.rpc import RpcPolicy
 
 SERVERS = [
@@ -250,6 +252,18 @@ BAD_FIELDS = [
         {"metrics_port": "9100"},
         "field 'metrics_port' must be an integer port, got '9100'",
     ),
+    ("short token", {"token": "s3cret"}, "16 to 4096 characters long, got 6"),
+    ("limits typo", {"limits": {"max_edges": 5}}, "field 'limits.max_edges' is not a known field"),
+    ("limits zero", {"limits": {"max_sampled_edges": 0}}, "'limits.max_sampled_edges' = 0 must be >= 1"),
+    ("limits rank", {"limits": {"max_tensor_dims": 9}}, "max_tensor_dims must be at most 8"),
+    ("limits barrier", {"limits": {"max_barrier_timeout_s": 1e300}}, "max_barrier_timeout_s must be in"),
+    (
+        "chunks over the limits",
+        {"rpc": {"chunk_bytes": 2048}, "limits": {"max_request_bytes": 1024}},
+        "'rpc.chunk_bytes' = 2048 must fit the servers' limits",
+    ),
+    ("metrics_host", {"metrics_host": "a b"}, "field 'metrics_host'"),
+    ("checkpoint root", {"checkpoint": {"root": 3}}, "'checkpoint.root'"),
 ]
 
 
@@ -300,10 +314,12 @@ def full_config(folder: Path) -> ClusterConfig:
         background_nice=19,
         restart="on-failure",
         max_restarts=0,
-        checkpoint={"path": "ckpt", "every_updates": 10, "keep": 1},
+        checkpoint={"path": "ckpt", "every_updates": 10, "keep": 1, "root": "named"},
         tls={"cert": "s.crt", "key": "s.key", "ca": "ca.crt", "client_auth": True, "server_name": "gs"},
         token_file="token",
         metrics_port=65534,
+        metrics_host="0.0.0.0",
+        limits={"max_sampled_edges": 1000, "memory_margin_mb": 0, "auth_cooldown_s": 5},
     )
 
 
@@ -318,6 +334,36 @@ def test_good_values_of_every_field(tmp_path):
     assert config.token == "t0ken-from-the-file" and config.metrics_port_of(1) == 65535
     security = config.channel_security()
     assert security.cert == str(tmp_path / "s.crt") and security.token == "t0ken-from-the-file"
+    assert config.limits == RequestLimits(max_sampled_edges=1000, memory_margin_mb=0, auth_cooldown_s=5.0)
+    assert config.checkpoint.root == str(tmp_path / "named") and config.metrics_host == "0.0.0.0"
+
+
+def test_short_token_with_the_override_and_the_servers_flags(tmp_path):
+    config = parse(
+        tmp_path,
+        part_config="g.json",
+        token="s3cret",
+        allow_short_token=True,
+        metrics_port=9100,
+        metrics_host="0.0.0.0",
+        checkpoint={"root": "named"},
+        limits={"max_sampled_edges": 1000, "auth_cooldown_s": 2.5},
+    )
+    assert config.token == "s3cret" and config.allow_short_token
+    argv = server_command(config, config.servers[1], "python")
+    for flag in (
+        ["--allow-short-token"],
+        ["--metrics-port", "9101", "--metrics-host", "0.0.0.0"],
+        ["--checkpoint-root", str(tmp_path / "named")],
+        ["--max-sampled-edges", "1000", "--auth-cooldown-s", "2.5"],
+    ):
+        assert any(argv[i : i + len(flag)] == flag for i in range(len(argv))), (flag, argv)
+    assert "s3cret" not in argv
+    from graphstore.launcher.cli import build_parser
+    from graphstore.launcher.commands.server import limits_from_args
+
+    args = build_parser("server").parse_args(argv[4:])
+    assert limits_from_args(args) == config.limits and args.allow_short_token
 
 
 def test_document_round_trip_gives_an_equal_config(tmp_path):
