@@ -79,7 +79,7 @@ class RequestGuard:
 
     def pull(self, scheme: TensorScheme, num_ids: int, itemsize: int) -> None:
         """A pull of ``num_ids`` rows of a tensor (``itemsize``: bytes per stored element)."""
-        self.row_bytes(num_ids, scheme.shape[1:], itemsize, f"Pull of {scheme.name!r}")
+        self.row_bytes(num_ids, scheme.shape[1:], itemsize, f"tensor {scheme.name!r}")
 
     def sample(self, seeds: np.ndarray, fanout: int, edge_dir: str, replace: bool) -> None:
         """A neighbor sample: its seed count and the most edges it can return.
@@ -97,8 +97,7 @@ class RequestGuard:
         if edges > self.limits.max_sampled_edges:
             raise self._refuse(
                 "max_sampled_edges",
-                f"SampleNeighbors: {len(seeds)} seeds x fanout {fanout} (replace={replace}) "
-                f"can return {edges} edges, which",
+                f"{len(seeds)} seeds x fanout {fanout} (replace={replace}) can return {edges} edges, which",
             )
 
     def in_subgraph(self, nodes: np.ndarray) -> None:
@@ -106,9 +105,7 @@ class RequestGuard:
         self.rows(len(nodes), "nodes")
         edges = planned_edges(self._server.degrees(nodes, "in"), -1, False)
         if edges > self.limits.max_sampled_edges:
-            raise self._refuse(
-                "max_sampled_edges", f"InSubgraph: {len(nodes)} nodes have {edges} in-edges, which"
-            )
+            raise self._refuse("max_sampled_edges", f"{len(nodes)} nodes have {edges} in-edges, which")
 
     def shape(self, shape: Sequence[int]) -> None:
         """The global shape of a tensor to create.

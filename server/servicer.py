@@ -243,7 +243,7 @@ class PartitionServicer:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
         rows, dtype = codec.read_tensor(request.rows, "rows")
-        self._guard.row_bytes(len(ids), rows.shape[1:], rows.itemsize, f"Push of {request.name!r}")
+        self._guard.row_bytes(len(ids), rows.shape[1:], rows.itemsize, f"tensor {request.name!r}")
         if dtype != scheme.dtype:
             raise ValueError(
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
@@ -340,7 +340,7 @@ class PartitionServicer:
     def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:
         ids = codec.read_ids(request.ids, "ids")
         grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
-        self._guard.row_bytes(len(ids), grads.shape[1:], grads.itemsize, f"PushGrad of {request.name!r}")
+        self._guard.row_bytes(len(ids), grads.shape[1:], grads.itemsize, f"tensor {request.name!r}")
         opt = request.optimizer
         config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
