@@ -5,11 +5,19 @@ The servicer calls one :class:`RequestGuard` method per request kind. A request 
 :class:`~graphstore.errors.LimitExceededError` (RESOURCE_EXHAUSTED on the wire) naming the limit, its
 value and the request's figure; a malformed value (a shape whose element count overflows, too many
 dimensions) raises ValueError (INVALID_ARGUMENT).
+
+Each limit bounds one request; requests answered at the same time add up. So a request whose working
+memory is large (a big pull or sample: at least :data:`ADMIT_FROM_BYTES`) also reserves it from the
+server's memory budget (:class:`~graphstore.server.memory_budget.MemoryBudget`) while it runs: the
+methods that check such requests return a context manager the handler runs in, and a request the
+budget cannot hold now is refused RESOURCE_EXHAUSTED with the figures instead of running the server
+out of memory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 
 import numpy as np
 
@@ -19,6 +27,14 @@ from graphstore.types import TensorScheme
 
 # Elements of one tensor beyond this overflow int64 byte counts (2**63 / 16-byte items, rounded).
 _MAX_ELEMENTS = 2**59
+# Requests whose working memory is at least this large reserve it from the memory budget (smaller ones,
+# such as the client's 4 MiB pull chunks, skip reading the memory figures).
+ADMIT_FROM_BYTES = 16 * 1024 * 1024
+# Peak bytes per sampled edge: the sampler's index arrays (about 100) plus the answer's three ID arrays
+# and their encoding (48).
+BYTES_PER_EDGE = 160
+# Peak bytes per ID of a FindEdges / Degrees request (IDs, local IDs, the result arrays).
+BYTES_PER_ID = 48
 
 
 def planned_edges(degrees: np.ndarray, fanout: int, replace: bool) -> int:
@@ -43,69 +59,92 @@ class RequestGuard:
 
     Args:
         limits: the bounds (validated).
-        server: the partition (for degrees and tensor schemes).
+        server: the partition (for degrees, tensor schemes and its memory budget, ``store.memory``).
     """
 
     def __init__(self, limits: RequestLimits, server) -> None:
         limits.validate()
         self.limits = limits
         self._server = server
+        self._memory = server.store.memory
 
     def _refuse(self, limit: str, message: str) -> LimitExceededError:
         return LimitExceededError(f"{message} exceeds the limit {limit}={getattr(self.limits, limit)}", limit)
 
-    def rows(self, count: int, arg: str) -> None:
-        """IDs one request carries.
+    def _working_memory(self, nbytes: int, what: str) -> AbstractContextManager:
+        """A reservation of ``nbytes`` from the memory budget while the request runs (none when small).
 
         Raises:
-            LimitExceededError: more than ``max_request_rows``.
+            MemoryBudgetError: the budget cannot hold it now.
         """
+        if nbytes < ADMIT_FROM_BYTES:
+            return nullcontext()
+        return self._memory.admit(nbytes, what)
+
+    def _check_rows(self, count: int, arg: str) -> None:
         if count > self.limits.max_request_rows:
             raise self._refuse("max_request_rows", f"{arg}: {count} IDs")
 
-    def row_bytes(self, num_rows: int, row_shape: Sequence[int], itemsize: int, arg: str) -> None:
-        """IDs and row bytes of one Pull answer, Push or PushGrad request.
+    def rows(self, count: int, arg: str) -> AbstractContextManager:
+        """IDs one request carries; returns the reservation of its working memory.
+
+        Raises:
+            LimitExceededError: more than ``max_request_rows``.
+            MemoryBudgetError: the memory budget cannot hold the request now.
+        """
+        self._check_rows(count, arg)
+        return self._working_memory(count * BYTES_PER_ID, f"a request for {count} {arg}")
+
+    def row_bytes(self, num_rows: int, row_shape: Sequence[int], itemsize: int, arg: str) -> int:
+        """IDs and row bytes of one Pull answer, Push or PushGrad request; returns the row bytes.
 
         Raises:
             LimitExceededError: more than ``max_request_rows`` IDs or ``max_request_bytes`` bytes.
         """
-        self.rows(num_rows, arg)
+        self._check_rows(num_rows, arg)
         nbytes = int(num_rows) * int(np.prod(row_shape, dtype=object)) * int(itemsize)
         if nbytes > self.limits.max_request_bytes:
             raise self._refuse(
                 "max_request_bytes",
                 f"{arg}: {num_rows} rows of shape {list(row_shape)} ({nbytes} bytes)",
             )
+        return nbytes
 
-    def pull(self, scheme: TensorScheme, num_ids: int, itemsize: int) -> None:
-        """A pull of ``num_ids`` rows of a tensor (``itemsize``: bytes per stored element)."""
-        self.row_bytes(num_ids, scheme.shape[1:], itemsize, f"tensor {scheme.name!r}")
+    def pull(self, scheme: TensorScheme, num_ids: int, itemsize: int) -> AbstractContextManager:
+        """A pull of ``num_ids`` rows of a tensor (``itemsize``: bytes per stored element); returns the
+        reservation of its answer (twice the rows: the answer and gRPC's copy of it)."""
+        nbytes = self.row_bytes(num_ids, scheme.shape[1:], itemsize, f"tensor {scheme.name!r}")
+        return self._working_memory(2 * nbytes, f"a pull of {num_ids} rows of {scheme.name!r}")
 
-    def sample(self, seeds: np.ndarray, fanout: int, edge_dir: str, replace: bool) -> None:
-        """A neighbor sample: its seed count and the most edges it can return.
+    def _edges(self, edges: int, message: str) -> AbstractContextManager:
+        if edges > self.limits.max_sampled_edges:
+            raise self._refuse("max_sampled_edges", message)
+        return self._working_memory(edges * BYTES_PER_EDGE, f"an answer of up to {edges} edges")
+
+    def sample(self, seeds: np.ndarray, fanout: int, edge_dir: str, replace: bool) -> AbstractContextManager:
+        """A neighbor sample: its seed count and the most edges it can return; returns the reservation
+        of its working memory.
 
         Raises:
             LimitExceededError: too many seeds or more than ``max_sampled_edges`` edges.
+            MemoryBudgetError: the memory budget cannot hold the sample now.
             ValueError: a fanout below -1, a bad seed or edge_dir (from the degree lookup).
         """
-        self.rows(len(seeds), "seeds")
+        self._check_rows(len(seeds), "seeds")
         if fanout < -1:
             raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {fanout}")
         if fanout == 0 or len(seeds) == 0:
-            return
+            return nullcontext()
         edges = planned_edges(self._server.degrees(seeds, edge_dir), fanout, replace)
-        if edges > self.limits.max_sampled_edges:
-            raise self._refuse(
-                "max_sampled_edges",
-                f"{len(seeds)} seeds x fanout {fanout} (replace={replace}) can return {edges} edges, which",
-            )
+        return self._edges(
+            edges, f"{len(seeds)} seeds x fanout {fanout} (replace={replace}) can return {edges} edges, which"
+        )
 
-    def in_subgraph(self, nodes: np.ndarray) -> None:
-        """An in-subgraph query: its node count and the in-edges it returns."""
-        self.rows(len(nodes), "nodes")
+    def in_subgraph(self, nodes: np.ndarray) -> AbstractContextManager:
+        """An in-subgraph query: its node count and the in-edges it returns (see :meth:`sample`)."""
+        self._check_rows(len(nodes), "nodes")
         edges = planned_edges(self._server.degrees(nodes, "in"), -1, False)
-        if edges > self.limits.max_sampled_edges:
-            raise self._refuse("max_sampled_edges", f"{len(nodes)} nodes have {edges} in-edges, which")
+        return self._edges(edges, f"{len(nodes)} nodes have {edges} in-edges, which")
 
     def shape(self, shape: Sequence[int]) -> None:
         """The global shape of a tensor to create.

@@ -225,18 +225,21 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
-        self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize)
+        with self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize):
+            return self._pull_rows(request.name, scheme, ids)
+
+    def _pull_rows(self, name: str, scheme, ids: np.ndarray) -> bytes:
         target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
-            self._server.pull_into(request.name, ids, rows)
+            self._server.pull_into(name, ids, rows)
             if self._metrics is not None:
-                self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+                self._metrics.tensor_io(name, "pull", rows.nbytes)
             return answer
-        rows = self._server.pull(request.name, ids)
+        rows = self._server.pull(name, ids)
         if self._metrics is not None:
-            self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+            self._metrics.tensor_io(name, "pull", rows.nbytes)
         return pull_wire.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
@@ -306,35 +309,35 @@ class PartitionServicer:
     def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
         seeds = codec.read_ids(request.seeds, "seeds")
         edge_dir = codec.edge_dir_from_wire(request.edge_dir)
-        self._guard.sample(seeds, int(request.fanout), edge_dir, request.replace)
-        src, dst, eid = self._server.sample_neighbors(
-            seeds,
-            int(request.fanout),
-            edge_dir,
-            request.replace,
-            request.prob or None,
-            request.random_seed if request.has_random_seed else None,
-        )
-        return self._edges(src, dst, eid)
+        with self._guard.sample(seeds, int(request.fanout), edge_dir, request.replace):
+            src, dst, eid = self._server.sample_neighbors(
+                seeds,
+                int(request.fanout),
+                edge_dir,
+                request.replace,
+                request.prob or None,
+                request.random_seed if request.has_random_seed else None,
+            )
+            return self._edges(src, dst, eid)
 
     def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
         eids = codec.read_ids(request.eids, "eids")
-        self._guard.rows(len(eids), "eids")
-        src, dst = self._server.find_edges(eids)
-        return self._edges(src, dst, eids)
+        with self._guard.rows(len(eids), "eids"):
+            src, dst = self._server.find_edges(eids)
+            return self._edges(src, dst, eids)
 
     def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
         nodes = codec.read_ids(request.nodes, "nodes")
-        self._guard.in_subgraph(nodes)
-        src, dst, eid = self._server.in_subgraph(nodes)
-        return self._edges(src, dst, eid)
+        with self._guard.in_subgraph(nodes):
+            src, dst, eid = self._server.in_subgraph(nodes)
+            return self._edges(src, dst, eid)
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")
-        self._guard.rows(len(nids), "nids")
-        degrees = self._server.degrees(nids, codec.edge_dir_from_wire(request.edge_dir))
-        response = pb.DegreesResponse()
-        codec.write_ids(response.degrees, degrees)
+        with self._guard.rows(len(nids), "nids"):
+            degrees = self._server.degrees(nids, codec.edge_dir_from_wire(request.edge_dir))
+            response = pb.DegreesResponse()
+            codec.write_ids(response.degrees, degrees)
         return response
 
     def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:

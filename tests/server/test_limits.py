@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from graphstore.client.transport import RemotePartition
-from graphstore.errors import LimitExceededError
+from graphstore.errors import LimitExceededError, MemoryBudgetError
 from graphstore.launcher.local_servers import start_servers
 from graphstore.limits import RequestLimits, limits_to_flags
 from graphstore.partition import load_partition
@@ -16,10 +16,12 @@ from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.rpc import RpcPolicy
 from graphstore.server.limits import RequestGuard, planned_edges
+from graphstore.server.memory_budget import MemoryBudget, MemoryFigures
 from graphstore.server.partition_server import PartitionServer
 from tests.server.conftest import NUM_NODES
 
 # Small limits, so that the tests reach them with a small graph.
+MiB = 1024 * 1024
 SMALL = RequestLimits(max_sampled_edges=500, max_request_rows=1000, max_request_bytes=8192)
 
 
@@ -124,3 +126,22 @@ def test_the_wire_status_names_the_limit(limited_server):
         init(deep.SerializeToString(), timeout=10)
     assert exc.value.code() == grpc.StatusCode.INVALID_ARGUMENT and "max_tensor_dims" in exc.value.details()
     channel.close()
+
+
+def test_large_requests_reserve_their_working_memory(graph_files):
+    server = PartitionServer(load_partition(graph_files[0], 0))
+    server.store.memory = MemoryBudget(
+        0, lambda: MemoryFigures(host_available=20 * MiB, cgroup_free=None, cgroup_limit=None)
+    )
+    guard = RequestGuard(RequestLimits(), server)
+    owned = np.arange(0, 200, dtype=np.int64)
+    first, second = owned[server.degrees(owned, "in") > 0][:2]  # seeds with in-edges
+    with guard.sample(np.array([first]), 10, "in", True):  # small: no reservation needed
+        pass
+    with pytest.raises(MemoryBudgetError, match="an answer of up to 200000 edges needs 32000000 bytes"):
+        with guard.sample(np.array([first]), 200_000, "in", True):
+            pass
+    with guard.sample(np.array([first]), 110_000, "in", True):  # 17.6 MB: fits the 20 MiB budget
+        with pytest.raises(MemoryBudgetError, match="reserved by requests in progress 17600000"):
+            with guard.sample(np.array([second]), 110_000, "in", True):
+                pass
