@@ -94,3 +94,28 @@ class IdTypeError(TypeError, ValueError):
     ValueError (what the partition interface raises for a bad argument, INVALID_ARGUMENT on the
     wire), so callers of either layer catch it as they already do.
     """
+
+
+class LimitExceededError(GraphstoreError):
+    """A request exceeds one of the server's limits (RESOURCE_EXHAUSTED on the wire).
+
+    The message names the limit and the value; the client splits its own large calls below the
+    limits, so this reaches a user only for a single row or seed that exceeds one, or for a server
+    out of its memory budget.
+
+    Attributes:
+        limit: the limit's name (``max_sampled_edges``, ``memory_budget``...), when known.
+    """
+
+    def __init__(self, message: str, limit: str = "") -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+class StorageFullError(GraphstoreError, OSError):
+    """The file system a server writes to is full (ENOSPC / EDQUOT; RESOURCE_EXHAUSTED on the wire)."""
+
+
+class MemoryBudgetError(LimitExceededError, MemoryError):
+    """A new tensor does not fit the server's memory budget (the cgroup limit and the host's free
+    memory, minus a margin); the message gives the figures."""

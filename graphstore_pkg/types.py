@@ -299,6 +299,7 @@ class PartitionMetadata:
     schema: GraphSchema = field(default_factory=GraphSchema)
     ntype_counts: tuple[int, ...] = ()  # num_parts x num_ntypes, row-major; empty: one type
     etype_counts: tuple[int, ...] = ()  # num_parts x num_etypes, row-major
+    checkpoint_root: str = ""  # the folder checkpoint names live under on the server's host
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ COMMANDS = {
     "launch": "launch",
     "status": "status",
     "stop": "stop",
+    "validate": "validate",
 }
 
 

@@ -111,7 +111,7 @@ class MetadataRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class MetadataResponse(_message.Message):
-    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts")
+    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts", "checkpoint_root")
     GRAPH_NAME_FIELD_NUMBER: _ClassVar[int]
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTS_FIELD_NUMBER: _ClassVar[int]
@@ -127,6 +127,7 @@ class MetadataResponse(_message.Message):
     CANONICAL_ETYPES_FIELD_NUMBER: _ClassVar[int]
     NTYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
     ETYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ROOT_FIELD_NUMBER: _ClassVar[int]
     graph_name: str
     part_id: int
     num_parts: int
@@ -142,7 +143,8 @@ class MetadataResponse(_message.Message):
     canonical_etypes: _containers.RepeatedScalarFieldContainer[str]
     ntype_counts: _containers.RepeatedScalarFieldContainer[int]
     etype_counts: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ...) -> None: ...
+    checkpoint_root: str
+    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ..., checkpoint_root: _Optional[str] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("name", "ids")
@@ -355,22 +357,30 @@ class PushGradResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class BarrierRequest(_message.Message):
-    __slots__ = ("name", "count", "timeout_s", "participant")
+    __slots__ = ("name", "count", "timeout_s", "participant", "has_ticket", "ticket", "leave")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     PARTICIPANT_FIELD_NUMBER: _ClassVar[int]
+    HAS_TICKET_FIELD_NUMBER: _ClassVar[int]
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    LEAVE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     timeout_s: float
     participant: str
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ...) -> None: ...
+    has_ticket: bool
+    ticket: int
+    leave: bool
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ..., has_ticket: _Optional[bool] = ..., ticket: _Optional[int] = ..., leave: _Optional[bool] = ...) -> None: ...
 
 class BarrierResponse(_message.Message):
-    __slots__ = ("generation",)
+    __slots__ = ("generation", "released")
     GENERATION_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
     generation: int
-    def __init__(self, generation: _Optional[int] = ...) -> None: ...
+    released: bool
+    def __init__(self, generation: _Optional[int] = ..., released: _Optional[bool] = ...) -> None: ...
 
 class CheckpointRequest(_message.Message):
     __slots__ = ("path", "names", "request_id", "save_id", "phase")

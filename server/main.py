@@ -3,7 +3,8 @@
 ``graphstore server --part-config G.json --part-id K --port P`` calls :func:`serve`. The process
 
 1. raises glibc's malloc thresholds (:mod:`graphstore.malloc`),
-2. loads its partition with memory-mapped arrays (optionally restores a checkpoint: a given folder,
+2. loads its partition with memory-mapped arrays and validates it (:mod:`graphstore.partition.validate`:
+   one line naming a bad file, no traceback; optionally restores a checkpoint: a given folder,
    or the newest periodic checkpoint of this partition with ``restore_latest``),
 3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services (TLS and the
    shared-token check when configured, :mod:`graphstore.auth`), the Prometheus metrics
@@ -29,12 +30,14 @@ import signal
 import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from graphstore.auth import TokenAuthInterceptor, server_credentials, validate_token
+from graphstore.auth_limiter import AuthFailureLimiter
+from graphstore.limits import RequestLimits
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.server.durability import DURABILITY_MODES
@@ -59,12 +62,14 @@ class ServerConfig:
         port: TCP port; 0 picks a free one (printed in the startup line).
         writable_features: load the partition's features into memory and allow writes to them.
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
-        num_threads: worker threads answering calls; each waiting barrier participant holds one.
+        num_threads: worker threads answering calls (a waiting barrier participant holds none).
         grace_s: on shutdown, how long calls in flight may take to finish.
         token: the shared token every call but health checks must carry (None: no check).
+        allow_short_token: accept a token shorter than 16 characters.
         tls_cert, tls_key: the server's TLS certificate and key (PEM); TLS is on when given.
         tls_ca: a CA bundle; when given, clients must present a certificate it signed (mutual TLS).
-        metrics_port: serve Prometheus metrics on this port of ``host`` (None: off; 0: a free port).
+        metrics_port: serve Prometheus metrics on this port (None: off; 0: a free port).
+        metrics_host: the interface the metrics endpoint binds (loopback unless configured).
         restore_from: a checkpoint folder to restore after loading, before serving.
         checkpoint_on_exit: a folder to checkpoint every run-time tensor to on a clean shutdown.
         checkpoint_dir: the periodic checkpoints' folder (this server writes ``DIR/part-K``).
@@ -75,6 +80,9 @@ class ServerConfig:
             (every write is appended to a write-ahead log under ``checkpoint_dir`` before it is
             answered; a restart replays the log on top of the newest checkpoint).
         fsync: with ``wal``, sync the log before answering (survives a power loss, not only a crash).
+        checkpoint_root: the folder the names of Checkpoint / Restore calls are confined to (None:
+            ``checkpoints/`` beside the partition config).
+        limits: the bounds every request is held to (:class:`~graphstore.limits.RequestLimits`).
     """
 
     part_config: str
@@ -99,6 +107,10 @@ class ServerConfig:
     restore_latest: bool = False
     durability: str = "checkpoint"
     fsync: bool = False
+    allow_short_token: bool = False
+    metrics_host: str = "127.0.0.1"
+    checkpoint_root: str | None = None
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
     def validate(self) -> None:
         """Check value ranges.
@@ -117,7 +129,8 @@ class ServerConfig:
         if not 0 <= self.grace_s <= 60:
             raise ValueError(f"grace_s must be in [0, 60], got {self.grace_s}")
         if self.token is not None:
-            validate_token(self.token)
+            validate_token(self.token, allow_short=self.allow_short_token)
+        self.limits.validate()
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
         if self.tls_ca is not None and self.tls_cert is None:
@@ -194,14 +207,20 @@ class RunningServer:
     """
 
     def __init__(self, config: ServerConfig) -> None:
-        from graphstore.partition import load_partition
+        from graphstore.partition.validate import load_validated_partition
 
         config.validate()
         self.config = config
         self._stop_requested = threading.Event()
         started = time.monotonic()
-        data = load_partition(config.part_config, config.part_id)
-        self.partition = PartitionServer(data, writable_features=config.writable_features)
+        data = load_validated_partition(config.part_config, config.part_id)
+        self.partition = PartitionServer(
+            data,
+            writable_features=config.writable_features,
+            limits=config.limits,
+            checkpoint_root=config.checkpoint_root,
+            barrier_holders=max(1, config.num_threads // 8),
+        )
         self.restored_from: str | None = None
         restored_checkpoint = None
         if config.restore_from:
@@ -241,7 +260,10 @@ class RunningServer:
         interceptors = []
         if config.token:
             on_denied = self.metrics.denied if self.metrics is not None else None
-            interceptors.append(TokenAuthInterceptor(config.token, on_denied=on_denied))
+            limiter = AuthFailureLimiter(config.limits.auth_failure_burst, config.limits.auth_cooldown_s)
+            interceptors.append(
+                TokenAuthInterceptor(config.token, on_denied, limiter, allow_short=config.allow_short_token)
+            )
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.num_threads, thread_name_prefix="graphstore-rpc"),
             options=grpc_server_options(config.max_message_bytes),
@@ -252,6 +274,7 @@ class RunningServer:
             on_shutdown=self.request_stop,
             metrics=self.metrics,
             write_path=self.durable.write_path,
+            limits=config.limits,
         )
         self.durable.replay(self._servicer.apply_logged)
         self.load_time_s = time.monotonic() - started
@@ -278,11 +301,15 @@ class RunningServer:
         if self.metrics is not None:
             try:
                 self.metrics_port = self.metrics.serve(
-                    config.metrics_port, config.host.strip("[]"), config.tls_cert, config.tls_key
+                    config.metrics_port,
+                    config.metrics_host.strip("[]"),
+                    config.tls_cert,
+                    config.tls_key,
+                    config.token,
                 )
             except OSError as exc:
                 self._grpc.stop(0)
-                where = format_address(config.host, config.metrics_port)
+                where = format_address(config.metrics_host, config.metrics_port)
                 raise OSError(f"metrics_port: cannot listen on {where}: {exc}") from None
         if not is_loopback(config.host) and not (config.token and config.tls_cert):
             log_event(

@@ -24,12 +24,15 @@ from collections.abc import Sequence
 import numpy as np
 
 from graphstore.dtypes import bfloat16_bits_to_float32
+from graphstore.limits import RequestLimits
 from graphstore.partition.types import PartitionData
 from graphstore.server import checkpoint_set
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
+from graphstore.server.memory_budget import MemoryBudget
 from graphstore.server.optimizer import SparseOptimizerState
 from graphstore.server.partition_tensors import id_ranges, original_ids, partition_tensors
 from graphstore.server.structure import PartitionStructure, check_edge_dir
@@ -58,6 +61,13 @@ class PartitionServer:
             raises PermissionError.
         gather_threads: threads per large pull (see :class:`~graphstore.server.gather.RowGatherer`);
             None: the usable CPUs, at most 4.
+        limits: the bounds of barrier waits and the memory margin of new tensors (default: the
+            defaults of :class:`~graphstore.limits.RequestLimits`).
+        checkpoint_root: the folder the names of clients' checkpoints live under (default:
+            ``checkpoints/`` beside the partition config); :meth:`checkpoint` and :meth:`restore`
+            themselves take folder paths (the servicer and the standalone transport resolve names).
+        barrier_holders: barrier calls that may be held waiting for their release at once (a server
+            keeps most of its worker threads free for other calls).
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -70,24 +80,38 @@ class PartitionServer:
         writable_features: bool = False,
         read_only_view: bool = False,
         gather_threads: int | None = None,
+        limits: RequestLimits | None = None,
+        checkpoint_root: str | None = None,
+        barrier_holders: int = 4,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
+        limits = limits if limits is not None else RequestLimits()
         self.part_id = int(partition.part_id)
         self._partition = partition
         self._read_only_view = read_only_view
+        self.checkpoint_root = (
+            CheckpointRoot(checkpoint_root)
+            if checkpoint_root
+            else CheckpointRoot.for_partition(partition.config_path)
+        )
         book = partition.book
         self._book = book
         self._node_bounds = tuple(int(b) for b in np.asarray(book.node_bounds))
         self._edge_bounds = tuple(int(b) for b in np.asarray(book.edge_bounds))
         self._store = TensorStore(
-            self.part_id, id_ranges(book, self.part_id), RowGatherer(threads=gather_threads)
+            self.part_id,
+            id_ranges(book, self.part_id),
+            RowGatherer(threads=gather_threads),
+            MemoryBudget(limits.memory_margin_bytes),
         )
         for policy, name, array, scheme in partition_tensors(partition):
             self._store.add_partition_tensor(name, array, scheme.dtype, policy, writable_features)
         self._structure = PartitionStructure(partition)
         self._optimizer = SparseOptimizerState()
-        self._barriers = BarrierRegistry()
+        self._barriers = BarrierRegistry(
+            limits.max_barrier_timeout_s, limits.max_barrier_waiters, max_holders=barrier_holders
+        )
         self._started = time.monotonic()
         self._counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
@@ -144,6 +168,7 @@ class PartitionServer:
             tensors=tuple(self.list_tensors()),
             part_config=p.config_path,
             hostname=socket.gethostname(),
+            checkpoint_root=self.checkpoint_root.root,
         )
 
     def stats(self) -> ServerStats:
@@ -389,6 +414,21 @@ class PartitionServer:
             TimeoutError: (BarrierTimeoutError) not everyone arrived in time.
         """
         return self._barriers.wait(name, count, timeout_s, participant)
+
+    def barrier_arrive(
+        self, name: str, count: int, timeout_s: float, participant: str, ticket: int | None, hold_s: float
+    ) -> tuple[bool, int]:
+        """Arrive at (or poll) barrier ``name`` without waiting for the others (the servicer's way,
+        see :meth:`BarrierRegistry.arrive <graphstore.server.barrier.BarrierRegistry.arrive>`).
+
+        Returns:
+            ``(released, generation)``.
+        """
+        return self._barriers.arrive(name, count, timeout_s, participant, ticket, hold_s)
+
+    def barrier_leave(self, name: str, participant: str) -> None:
+        """Withdraw a polling participant's arrival (it gave up waiting)."""
+        self._barriers.leave(name, participant)
 
     def close(self) -> None:
         """Release waiting barrier participants and stop the gather threads (shutdown); the data stays

@@ -31,11 +31,16 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from graphstore.errors import BarrierTimeoutError, StaleRequestError
+from graphstore import dtypes
+from graphstore.errors import BarrierTimeoutError, LimitExceededError, StaleRequestError, StorageFullError
+from graphstore.limits import RequestLimits
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
+from graphstore.server.barrier_calls import answer_barrier
+from graphstore.server.checkpoint_root import NamedCheckpoints
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
+from graphstore.server.limits import RequestGuard
 from graphstore.server.write_path import WritePath
 from graphstore.types import InitSpec, OptimizerConfig
 
@@ -49,6 +54,8 @@ logger = logging.getLogger(__name__)
 _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str], ...] = (
     ((BarrierTimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
     ((StaleRequestError,), grpc.StatusCode.FAILED_PRECONDITION, "StaleRequestError"),
+    ((LimitExceededError,), grpc.StatusCode.RESOURCE_EXHAUSTED, ""),  # the class's own name
+    ((StorageFullError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "StorageFullError"),
     ((TimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
     ((FileExistsError,), grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
     ((FileNotFoundError,), grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
@@ -57,6 +64,7 @@ _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str
     ((KeyError,), grpc.StatusCode.NOT_FOUND, "KeyError"),
     ((ValueError, TypeError, OverflowError, IndexError), grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
     ((MemoryError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
+    ((OSError,), grpc.StatusCode.FAILED_PRECONDITION, "OSError"),
 )
 
 
@@ -68,7 +76,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     for exc_types, code, name in _STATUS_TABLE:
         if isinstance(exc, exc_types):
-            return code, str(message), name
+            return code, str(message), name or type(exc).__name__
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {message}", "InternalError"
 
 
@@ -105,6 +113,7 @@ class PartitionServicer:
             process owner stops the gRPC server from it.
         metrics: where to count calls, latencies and tensor bytes (None: not counted).
         write_path: the path of the mutating requests (default: a replay window, answers at once).
+        limits: the bounds each request is checked against (:mod:`graphstore.server.limits`).
     """
 
     def __init__(
@@ -113,8 +122,10 @@ class PartitionServicer:
         on_shutdown: Callable[[], None] | None = None,
         metrics: ServerMetrics | None = None,
         write_path: WritePath | None = None,
+        limits: RequestLimits | None = None,
     ) -> None:
         self._server = server
+        self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
         self._on_shutdown = on_shutdown
         self._metrics = metrics
         self.write_path = write_path or WritePath()
@@ -176,9 +187,6 @@ class PartitionServicer:
         mutating = method in MUTATING_METHODS
 
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
-            # The call stays in flight until its answer has been sent, not just computed.
-            if not context.add_callback(self._in_flight.leave):
-                self._in_flight.leave()  # already terminated (cancelled by the client)
             if metrics is None:
                 return _call(raw, context)
             started = time.perf_counter()
@@ -231,23 +239,28 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
+        with self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize):
+            return self._pull_rows(request.name, scheme, ids)
+
+    def _pull_rows(self, name: str, scheme, ids: np.ndarray) -> bytes:
         target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
-            self._server.pull_into(request.name, ids, rows)
+            self._server.pull_into(name, ids, rows)
             if self._metrics is not None:
-                self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+                self._metrics.tensor_io(name, "pull", rows.nbytes)
             return answer
-        rows = self._server.pull(request.name, ids)
+        rows = self._server.pull(name, ids)
         if self._metrics is not None:
-            self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+            self._metrics.tensor_io(name, "pull", rows.nbytes)
         return pull_wire.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
         rows, dtype = codec.read_tensor(request.rows, "rows")
+        self._guard.row_bytes(len(ids), rows.shape[1:], rows.itemsize, f"tensor {request.name!r}")
         if dtype != scheme.dtype:
             raise ValueError(
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
@@ -267,6 +280,7 @@ class PartitionServicer:
             b=_finite(request.init.b, "init.b"),
             seed=request.init.seed,
         )
+        self._guard.shape(request.shape)
         created, scheme = self._server.init_tensor(
             request.name,
             tuple(request.shape),
@@ -304,37 +318,45 @@ class PartitionServicer:
 
     def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
         seeds = codec.read_ids(request.seeds, "seeds")
-        src, dst, eid = self._server.sample_neighbors(
-            seeds,
-            list(request.fanouts) if request.fanouts else int(request.fanout),
-            codec.edge_dir_from_wire(request.edge_dir),
-            request.replace,
-            list(request.probs) if request.probs else (request.prob or None),
-            request.random_seed if request.has_random_seed else None,
-        )
-        return self._edges(src, dst, eid)
+        edge_dir = codec.edge_dir_from_wire(request.edge_dir)
+        fanout = list(request.fanouts) if request.fanouts else int(request.fanout)
+        with self._guard.sample(seeds, fanout, edge_dir, request.replace):
+            src, dst, eid = self._server.sample_neighbors(
+                seeds,
+                fanout,
+                edge_dir,
+                request.replace,
+                list(request.probs) if request.probs else (request.prob or None),
+                request.random_seed if request.has_random_seed else None,
+            )
+            return self._edges(src, dst, eid)
 
     def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
         eids = codec.read_ids(request.eids, "eids")
-        src, dst = self._server.find_edges(eids)
-        return self._edges(src, dst, eids)
+        with self._guard.rows(len(eids), "eids"):
+            src, dst = self._server.find_edges(eids)
+            return self._edges(src, dst, eids)
 
     def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
-        src, dst, eid = self._server.in_subgraph(codec.read_ids(request.nodes, "nodes"))
-        return self._edges(src, dst, eid)
+        nodes = codec.read_ids(request.nodes, "nodes")
+        with self._guard.in_subgraph(nodes):
+            src, dst, eid = self._server.in_subgraph(nodes)
+            return self._edges(src, dst, eid)
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")
-        degrees = self._server.degrees(
-            nids, codec.edge_dir_from_wire(request.edge_dir), request.etype if request.has_etype else None
-        )
-        response = pb.DegreesResponse()
-        codec.write_ids(response.degrees, degrees)
+        with self._guard.rows(len(nids), "nids"):
+            degrees = self._server.degrees(
+                nids, codec.edge_dir_from_wire(request.edge_dir), request.etype if request.has_etype else None
+            )
+            response = pb.DegreesResponse()
+            codec.write_ids(response.degrees, degrees)
         return response
 
     def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:
         ids = codec.read_ids(request.ids, "ids")
         grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
+        self._guard.row_bytes(len(ids), grads.shape[1:], grads.itemsize, f"tensor {request.name!r}")
         opt = request.optimizer
         config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
@@ -343,29 +365,26 @@ class PartitionServicer:
         return pb.PushGradResponse(version=version)
 
     def _barrier(self, request: pb.BarrierRequest, context) -> pb.BarrierResponse:
-        timeout_s = request.timeout_s
-        remaining = context.time_remaining()
-        if remaining is not None and math.isfinite(timeout_s) and timeout_s > 0:
-            # Never wait past the caller's deadline: it could not hear the answer anyway.
-            timeout_s = max(min(timeout_s, remaining), 1e-3)
-        generation = self._server.barrier(request.name, request.count, timeout_s, request.participant)
-        return pb.BarrierResponse(generation=generation)
+        self._guard.barrier_timeout(request.timeout_s)  # as sent, before anything bounds it
+        return answer_barrier(self._server, request, context)
 
     def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
         names = list(request.names) or None
+        checkpoints = NamedCheckpoints(self._server.checkpoint_root, self._server)
         if request.phase == pb.COMMIT:
-            self._server.commit_checkpoint(request.path, request.save_id, names or [])
+            checkpoints.commit(request.path, request.save_id, names or [])
             return pb.CheckpointResponse()
         if request.phase == pb.ABORT:
-            self._server.abort_checkpoint(request.path, request.save_id)
+            checkpoints.abort(request.path, request.save_id)
             return pb.CheckpointResponse()
-        files, rows = self._server.checkpoint(request.path, names, save_id=request.save_id or None)
+        files, rows = checkpoints.checkpoint(request.path, names, save_id=request.save_id or None)
         response = pb.CheckpointResponse(rows=rows)
         response.files[:] = files
         return response
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
-        names, rows = self._server.restore(request.path, list(request.names) or None)
+        checkpoints = NamedCheckpoints(self._server.checkpoint_root, self._server)
+        names, rows = checkpoints.restore(request.path, list(request.names) or None)
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names
         return response

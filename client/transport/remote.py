@@ -26,6 +26,7 @@ import numpy as np
 
 from graphstore import dtypes
 from graphstore.auth import NO_SECURITY, ChannelSecurity
+from graphstore.client.transport.barrier_poll import wait_at_barrier
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.chunking import query_edges_in_chunks, run_chunks, split_rows
 from graphstore.client.transport.request_ids import RequestIds
@@ -472,18 +473,17 @@ class RemotePartition:
         )
 
     def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
-        """Block until ``count`` participants reached barrier ``name`` on this server.
+        """Wait until ``count`` participants reached barrier ``name`` on this server (polling: no server
+        thread waits, see :mod:`~graphstore.client.transport.barrier_poll`).
 
         Raises:
             ValueError: bad count or timeout.
             TimeoutError: (BarrierTimeoutError) not everyone arrived within ``timeout_s``.
             ServerUnavailableError: the server did not answer.
         """
-        request = pb.BarrierRequest(
-            name=name, count=int(count), timeout_s=float(timeout_s), participant=participant
+        return wait_at_barrier(
+            lambda request: self._call("Barrier", request), name, count, timeout_s, participant
         )
-        # The server bounds the wait; the call's deadline leaves room for the answer to come back.
-        return self._call("Barrier", request, timeout=float(timeout_s) + self.policy.deadline_s).generation
 
     def checkpoint(
         self, path: str, names: list[str] | None = None, save_id: str | None = None

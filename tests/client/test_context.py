@@ -31,7 +31,7 @@ servers:
 rpc: {deadline_s: 2.5, max_retries: 0}
 local_read: off
 tls: {ca: certs/ca.pem}
-token: s3cret
+token: s3cret-of-16-chars
 """
     (tmp_path / "cluster.yaml").write_text(text)
     config = find_cluster_config(str(tmp_path / "cluster.yaml"))
@@ -41,7 +41,7 @@ token: s3cret
     assert config.rpc == RpcPolicy(deadline_s=2.5, max_retries=0)
     assert config.local_read == "off"  # YAML's bare `off` is a boolean; it still means "off"
     assert config.tls.ca == str(tmp_path / "certs" / "ca.pem")
-    assert config.token == "s3cret"
+    assert config.token == "s3cret-of-16-chars"
     # One schema for launch and trainers: a key neither knows is a typo, reported by both.
     (tmp_path / "cluster.yaml").write_text(text.replace("max_retries: 0", "max_retries: 0, future_knob: 1"))
     with pytest.raises(ConfigError, match="'rpc.future_knob' is not a known field"):
