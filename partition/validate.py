@@ -12,8 +12,9 @@ later in a request:
   node and edge IDs lie in the graph's ranges (feature arrays' rows, dtype and row shape against the
   JSON are checked by ``load_partition`` itself).
 
-The checks read the arrays in chunks, so a large partition is validated in bounded memory. They cover
-the homogeneous layout (one ``in_indptr`` / ``out_indptr`` over the local nodes).
+The checks read the arrays in chunks, so a large partition is validated in bounded memory. On a typed
+graph the in- and out-edge CSR are one piece per edge type (over its destination / source type's local
+nodes), each checked on its own; a homogeneous graph has one piece of each.
 """
 
 from __future__ import annotations
@@ -28,8 +29,10 @@ from graphstore.partition.format import (
     EDGE_FEAT_DIR,
     NODE_FEAT_DIR,
     STRUCTURE_ARRAYS,
+    feature_file,
     load_partition,
     read_config,
+    schema_of,
 )
 from graphstore.partition.types import PartitionData
 
@@ -76,9 +79,11 @@ def partition_files(config_path: str, part_id: int) -> list[str]:
     config = read_config(config_path)
     base = os.path.dirname(os.path.abspath(config_path))
     part_dir = os.path.join(base, config["parts"][part_id]["path"])
+    schema = schema_of(config)
     files = [os.path.join(part_dir, f"{name}.npy") for name in STRUCTURE_ARRAYS]
-    files += [os.path.join(part_dir, NODE_FEAT_DIR, f"{name}.npy") for name in config.get("node_feats", {})]
-    files += [os.path.join(part_dir, EDGE_FEAT_DIR, f"{name}.npy") for name in config.get("edge_feats", {})]
+    for sub, section in ((NODE_FEAT_DIR, "node_feats"), (EDGE_FEAT_DIR, "edge_feats")):
+        for type_key, features in config.get(section, {}).items():
+            files += [feature_file(part_dir, sub, schema, type_key, name) for name in features]
     return files
 
 
@@ -98,18 +103,18 @@ def check_partition_files(config_path: str, part_id: int) -> None:
             )
 
 
-def check_indptr(indptr: np.ndarray, num_rows: int, num_targets: int, where: str) -> None:
-    """A CSR row pointer: ``num_rows + 1`` entries from 0, never decreasing, ending at ``num_targets``.
+def check_indptr(indptr: np.ndarray, num_rows: int, first: int, last: int, where: str) -> None:
+    """A CSR row pointer: ``num_rows + 1`` entries from ``first``, never decreasing, ending at ``last``.
 
     Raises:
         PartitionFormatError: naming ``where`` and the first position that breaks a rule.
     """
     check_ids_array(indptr, num_rows + 1, where)
-    if num_rows + 1 == 0 or len(indptr) == 0:
+    if len(indptr) == 0:
         return
-    if int(indptr[0]) != 0:
-        raise PartitionFormatError(f"{where}: starts at {int(indptr[0])}, expected 0")
-    previous = 0
+    if int(indptr[0]) != first:
+        raise PartitionFormatError(f"{where}: starts at {int(indptr[0])}, expected {first}")
+    previous = first
     for sl in _chunks(len(indptr)):
         part = np.asarray(indptr[sl])
         steps = np.diff(part, prepend=previous)
@@ -120,10 +125,8 @@ def check_indptr(indptr: np.ndarray, num_rows: int, num_targets: int, where: str
                 f"{where}: decreases at position {at} ({int(indptr[at - 1])} -> {int(indptr[at])})"
             )
         previous = part[-1]
-    if int(indptr[-1]) != num_targets:
-        raise PartitionFormatError(
-            f"{where}: ends at {int(indptr[-1])}, its neighbor array has {num_targets}"
-        )
+    if int(indptr[-1]) != last:
+        raise PartitionFormatError(f"{where}: ends at {int(indptr[-1])}, expected {last}")
 
 
 def check_ids_array(array: np.ndarray, length: int, where: str) -> None:
@@ -164,11 +167,38 @@ def check_partition_data(data: PartitionData) -> None:
     n, e = data.num_local_nodes, data.num_local_edges
     num_nodes = int(np.asarray(data.book.node_bounds)[-1])
     num_edges = int(np.asarray(data.book.edge_bounds)[-1])
-    check_indptr(data.in_indptr, n, e, f"{folder}: in_indptr.npy")
+    in_len, out_len = data.expected_indptr_lengths()
+    check_ids_array(data.in_indptr, in_len, f"{folder}: in_indptr.npy")
+    check_ids_array(data.out_indptr, out_len, f"{folder}: out_indptr.npy")
+    schema, node_counts = data.schema, np.diff(data.ntype_offsets)
+    num_out, typed = len(data.out_dst), not schema.is_homogeneous
+    out_start = 0
+    for t, canonical in enumerate(schema.canonical_etypes):
+        label = f" (edge type {':'.join(canonical)})" if typed else ""
+        rows_in = int(node_counts[schema.ntype_id(canonical[2])])
+        check_indptr(
+            np.asarray(data.in_indptr_of(t)),
+            rows_in,
+            int(data.etype_offsets[t]),
+            int(data.etype_offsets[t + 1]),
+            f"{folder}: in_indptr.npy{label}",
+        )
+        out_piece = np.asarray(data.out_indptr_of(t))
+        out_end = int(out_piece[-1]) if len(out_piece) else out_start
+        check_indptr(
+            out_piece,
+            int(node_counts[schema.ntype_id(canonical[0])]),
+            out_start,
+            out_end,
+            f"{folder}: out_indptr.npy{label}",
+        )
+        out_start = out_end
+    if out_start != num_out:
+        raise PartitionFormatError(
+            f"{folder}: out_indptr.npy: ends at {out_start}, its neighbor array has {num_out}"
+        )
     check_ids_array(data.in_src, e, f"{folder}: in_src.npy")
     check_id_range(data.in_src, 0, num_nodes, f"{folder}: in_src.npy", "node ID")
-    num_out = int(data.out_indptr[-1]) if len(data.out_indptr) else 0
-    check_indptr(data.out_indptr, n, len(data.out_dst), f"{folder}: out_indptr.npy")
     check_ids_array(data.out_dst, num_out, f"{folder}: out_dst.npy")
     check_ids_array(data.out_eid, num_out, f"{folder}: out_eid.npy")
     check_id_range(data.out_dst, 0, num_nodes, f"{folder}: out_dst.npy", "node ID")

@@ -50,17 +50,17 @@ def test_a_valid_partition_passes(pristine):
 
 
 def test_indptr_rules():
-    check_indptr(np.array([0, 2, 2, 5]), 3, 5, "x")
+    check_indptr(np.array([0, 2, 2, 5]), 3, 0, 5, "x")
     with pytest.raises(PartitionFormatError, match="x: decreases at position 2 \\(2 -> 1\\)"):
-        check_indptr(np.array([0, 2, 1, 5]), 3, 5, "x")
+        check_indptr(np.array([0, 2, 1, 5]), 3, 0, 5, "x")
     with pytest.raises(PartitionFormatError, match="starts at 1"):
-        check_indptr(np.array([1, 2, 3, 5]), 3, 5, "x")
-    with pytest.raises(PartitionFormatError, match="ends at 5, its neighbor array has 6"):
-        check_indptr(np.array([0, 2, 3, 5]), 3, 6, "x")
+        check_indptr(np.array([1, 2, 3, 5]), 3, 0, 5, "x")
+    with pytest.raises(PartitionFormatError, match="ends at 5, expected 6"):
+        check_indptr(np.array([0, 2, 3, 5]), 3, 0, 6, "x")
     with pytest.raises(PartitionFormatError, match="has 3 entries, expected 4"):
-        check_indptr(np.array([0, 2, 5]), 3, 5, "x")
+        check_indptr(np.array([0, 2, 5]), 3, 0, 5, "x")
     with pytest.raises(PartitionFormatError, match="int32\\[4\\], expected 1-D int64"):
-        check_indptr(np.array([0, 2, 3, 5], dtype=np.int32), 3, 5, "x")
+        check_indptr(np.array([0, 2, 3, 5], dtype=np.int32), 3, 0, 5, "x")
     with pytest.raises(PartitionFormatError, match="entry 1 is node ID 10, outside \\[0, 10\\)"):
         check_id_range(np.array([3, 10, -1]), 0, 10, "y", "node ID")
 
@@ -107,3 +107,19 @@ def test_cli_and_server_print_one_line_without_traceback(damaged):
         lines = [line for line in result.stderr.splitlines() if "error" in line]
         assert len(lines) == 1 and "in_indptr.npy: decreases at position" in lines[0]
         assert "Traceback" not in result.stderr
+
+
+def test_typed_partitions_validate_and_a_broken_edge_type_piece_is_named(tmp_path):
+    from graphstore.partition import load_partition
+    from tests.utils.typed_graphs import make_typed_partitions
+
+    result, _ = make_typed_partitions(tmp_path, 2, "random")
+    for part_id in range(2):
+        check_partition_data(load_partition(result.config_path, part_id))
+    data = load_partition(result.config_path, 1)
+    data.in_indptr = np.array(data.in_indptr)  # a writable copy
+    cites = data.in_indptr_of(data.schema.etype_id("cites"))
+    cites[1] = cites[2] + 1  # the cites piece now decreases
+    expected = r"in_indptr.npy \(edge type paper:cites:paper\): decreases"
+    with pytest.raises(PartitionFormatError, match=expected):
+        check_partition_data(data)
