@@ -9,6 +9,7 @@ was not saved."""
 from __future__ import annotations
 
 import signal
+import uuid
 
 import numpy as np
 import pytest
@@ -147,7 +148,7 @@ def test_wal_a_restore_before_a_crash_is_not_replayed_from_files_a_later_save_ch
     for client in clients:
         client.init_tensor("emb", (600, 1), "float32", "node")
     row = np.arange(*clients[0].metadata().node_bounds[:2])[:1]
-    folder = str(tmp_path / "saved")
+    folder = f"saved-{uuid.uuid4().hex[:8]}"  # a name under the servers' checkpoint root
 
     def save(save_id: str) -> None:
         for client in clients:

@@ -6,6 +6,8 @@ completes, and one that cannot complete names the server and is completed by ``r
 
 from __future__ import annotations
 
+import uuid
+
 import numpy as np
 import pytest
 import torch
@@ -102,7 +104,7 @@ def test_init_delete_and_checkpoint_whose_answers_are_lost_answer_as_the_first_t
     assert proxy.dropped == 1
     other.init_tensor("made", (600, 1), "float32", "node", init=InitSpec("constant", 2.0))
 
-    folder = str(tmp_path / "ck")
+    folder = f"ck-{uuid.uuid4().hex[:8]}"  # a name under the servers' checkpoint root
     proxy.drop_answers(1)
     files, rows = client.checkpoint(folder, ["made"], save_id="s1")
     assert proxy.dropped == 2 and rows == len(_owned(client)) and files

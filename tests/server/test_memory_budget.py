@@ -119,7 +119,7 @@ def test_tensor_store_init_is_admitted_against_the_budget():
     tight = MemoryBudget(
         0, lambda: MemoryFigures(host_available=64 * MiB, cgroup_free=None, cgroup_limit=None)
     )
-    store = TensorStore(0, IdRange(0, 1000, 1000), IdRange(0, 10, 10), memory=tight)
+    store = TensorStore(0, {"node": IdRange(0, 1000, 1000), "edge": IdRange(0, 10, 10)}, memory=tight)
     created, _ = store.init("small", (1000, 16), "float32", "node")
     assert created
     with pytest.raises(
