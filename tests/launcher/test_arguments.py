@@ -43,3 +43,15 @@ def test_every_command_parses_its_arguments():
     assert args.num_nodes == 10 and args.schema == "homogeneous" and args.avg_degree is None  # config default
     args = parser.parse_args(["launch", "--config", "c.yaml", "--", "python", "t.py"])
     assert args.command == ["--", "python", "t.py"]
+
+
+def test_a_config_error_names_the_subcommand_not_the_trainer_command(tmp_path, capsys):
+    from graphstore.launcher.cli import main
+
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("servers:\n  - {host: 127.0.0.1, port: 50051}\ntrainers_per_hots: 2\n")
+    code = main(["launch", "--config", str(bad), "--", "python", "train.py", "--epochs", "3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("graphstore launch: error:") and "'trainers_per_hots'" in err[0]
+    assert "train.py" not in err[0]
