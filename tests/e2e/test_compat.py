@@ -107,6 +107,9 @@ def test_dist_tensor_as_dgl_documents_it(compat_graph: CompatGraph):
     assert th.equal(arr[0:4], th.tensor([[2, 2], [2, 2], [2, 2], [1, 1]], dtype=th.int32))
     assert arr.shape == (NUM_NODES, 2) and arr.dtype == th.int32 and len(arr) == NUM_NODES
     assert isinstance(arr.name, str) and arr.part_policy.policy_str == "node:_N"
+    assert arr.tensor_name == arr.kvstore_key == arr.name
+    home = g.get_partition_book().partid2nids(g.get_partition_book().partid)
+    assert th.equal(arr.local_partition, arr[home]), "the rows of this trainer's partition"
 
     zeros = dgl.distributed.DistTensor((g.num_edges(), 1), th.float32, name="compat_edge_w", persistent=True)
     assert zeros.part_policy.policy_str == "edge:_E" and zeros.count_nonzero() == 0
@@ -137,6 +140,7 @@ def test_dist_embedding_and_its_optimizers(compat_graph: CompatGraph, optimizer,
     assert (emb.num_embeddings, emb.embedding_dim, emb.name) == (NUM_NODES, 4, f"compat_{optimizer}")
     assert emb.part_policy.policy_str == "node:_N"
     opt = getattr(dgl.distributed.optim, optimizer)([emb], **kwargs)
+    assert isinstance(opt, dgl.distributed.optim.DistSparseGradOptimizer)
     ids = th.tensor([3, 400, 17])
     rows = emb(ids, th.device("cpu"))
     assert rows.shape == (3, 4) and rows.requires_grad and th.equal(rows, th.ones(3, 4))

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import torch
 
 from graphstore.client.dist_tensor import DistTensor as _NativeDistTensor
 
@@ -47,6 +48,24 @@ class DistTensor(_NativeDistTensor):
     def count_nonzero(self) -> int:
         """Number of nonzero elements (DGL's meaning; the native method counts rows)."""
         return self.count_in_chunks(np.count_nonzero)
+
+    @property
+    def tensor_name(self) -> str:
+        """The name the servers store the tensor under (DGL's; the same as :attr:`name`)."""
+        return self.name
+
+    @property
+    def kvstore_key(self) -> str:
+        """DGL's key of the tensor in its key-value store: the name on the servers."""
+        return self.name
+
+    @property
+    def local_partition(self) -> torch.Tensor:
+        """The rows this trainer's partition owns (a copy read from the partition; DGL returns a view of
+        its shared memory)."""
+        policy = self.part_policy
+        bounds = policy.bounds()
+        return self[torch.arange(int(bounds[policy.part_id]), int(bounds[policy.part_id + 1]))]
 
 
 __all__ = ["DistTensor"]
