@@ -17,13 +17,14 @@ BENCH_DGL_ARGS ?= --runs 7
 .PHONY: install test proto proto-check lint bench bench-dgl demo demo-large clean
 
 install: $(STAMP)
+	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q -e ".[dev,test]"
 	touch $(STAMP)
 
 test: install proto-check

@@ -13,6 +13,7 @@ from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
+from graphstore.client.nn_graph_conv import GraphConv
 from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler
 from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
@@ -25,6 +26,7 @@ __all__ = [
     "DistEdgeDataLoader",
     "DistNodeDataLoader",
     "GATConv",
+    "GraphConv",
     "GraphSAGE",
     "MultiLayerFullNeighborSampler",
     "NeighborSampler",

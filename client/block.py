@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.graph_ops import GraphOps, Relation
 from graphstore.ids import as_id_array, check_id_range
 
 # Use the dense ID table while the graph has at most this many nodes, or at most
@@ -179,11 +180,12 @@ class Adj(NamedTuple):
     size: tuple[int, int]
 
 
-class Block:
+class Block(GraphOps):
     """A bipartite message-flow graph for one GNN layer, with compact local node IDs.
 
     Source nodes ``0..num_src_nodes()-1``; the first ``num_dst_nodes()`` of them are the destination
-    nodes (same nodes, same order). Edges point from source to destination.
+    nodes (same nodes, same order). Edges point from source to destination. ``local_scope``,
+    ``apply_edges`` and ``update_all`` come from :class:`~graphstore.client.graph_ops.GraphOps`.
 
     Attributes:
         srcdata, dstdata: per-node data; ``srcdata[NID]`` / ``dstdata[NID]`` are global node IDs.
@@ -191,6 +193,7 @@ class Block:
     """
 
     is_block = True
+    _frame_attrs = ("srcdata", "dstdata", "edata")
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor, src_nids: torch.Tensor, num_dst: int, eids):
         """Args:
@@ -275,6 +278,11 @@ class Block:
     def to_pyg(self) -> Adj:
         """The block as PyG's ``(edge_index, e_id, size)`` triple (see :class:`Adj`)."""
         return Adj(self.edge_index, self.edata[EID], (self._num_src, self._num_dst))
+
+    def _relation(self) -> Relation:
+        return Relation(
+            self._src, self._dst, self._num_src, self._num_dst, self.srcdata, self.dstdata, self.edata
+        )
 
     # -- devices -------------------------------------------------------------------------------
     def to(self, device, non_blocking: bool = False) -> Block:

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from graphstore.client.block import compact_ids
+from graphstore.client.dataloader.data_names import FROM_GRAPH
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
 from graphstore.client.dataloader.loader_base import as_item_ids
@@ -59,7 +60,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
         exclude: str | None = None,
         reverse_eids=None,
         device=None,
-        load_features: Sequence[str] | str = ("feat",),
+        load_features: Sequence[str] | str = FROM_GRAPH,
         prefetch: int = 2,
         num_workers: int = 1,
         seed: int | None = None,

@@ -10,6 +10,7 @@ import torch
 
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
+from graphstore.client.dataloader.data_names import FROM_GRAPH, default_feature_names, default_label_name
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.loader_base import LoaderBase
 from graphstore.client.dataloader.pair_graph import PairGraph
@@ -26,6 +27,10 @@ class GraphLoaderBase(LoaderBase):
         self.g = g
         self.graph_sampler = sampler
         self.device = torch.device(device) if device is not None else None
+        if load_features is FROM_GRAPH:
+            load_features = default_feature_names(g)
+        if load_labels is FROM_GRAPH:
+            load_labels = default_label_name(g)
         if isinstance(load_features, str):
             load_features = (load_features,)
         self.load_features = tuple(load_features or ())

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from graphstore.client.dataloader.data_names import FROM_GRAPH
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
 from graphstore.client.dataloader.loader_base import as_item_ids
@@ -23,8 +24,10 @@ class DistNodeDataLoader(GraphLoaderBase):
         sampler: a :class:`~graphstore.client.samplers.NeighborSampler` (anything with ``sample_blocks``).
         batch_size, shuffle, drop_last: as in PyTorch.
         device: where to put the blocks and their data (default: CPU).
-        load_features: node features to pull for the input nodes.
-        load_labels: node data to pull for the output nodes (None: none).
+        load_features: node features to pull for the input nodes; default: the graph's features
+            (``feat``, else its floating ``[N, D]`` arrays; see :mod:`.data_names`).
+        load_labels: node data to pull for the output nodes (None: none); default: the graph's labels
+            (``label``, ``labels`` or ``y``, else its only integer ``[N]`` array, else none).
         prefetch: batches produced ahead (0: no background threads).
         num_workers: background threads.
         seed: shuffling seed.
@@ -47,8 +50,8 @@ class DistNodeDataLoader(GraphLoaderBase):
         shuffle: bool = False,
         drop_last: bool = False,
         device=None,
-        load_features: Sequence[str] | str = ("feat",),
-        load_labels: str | None = "label",
+        load_features: Sequence[str] | str = FROM_GRAPH,
+        load_labels: str | None = FROM_GRAPH,
         prefetch: int = 2,
         num_workers: int = 1,
         seed: int | None = None,

@@ -5,20 +5,38 @@ from __future__ import annotations
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.graph_ops import GraphOps, Relation
 
 
-class PairGraph:
+class PairGraph(GraphOps):
     """The edges of a link-prediction batch (positive or negative pairs) over compact node IDs.
 
     Its nodes are the batch's seed nodes (the output nodes of the blocks, same order): ``edges()``
     gives local endpoints, ``ndata[NID]`` the nodes' global IDs, ``edata[EID]`` the global edge IDs
-    (positive pairs only).
+    (positive pairs only). Scoring runs on it as in DGL (``local_scope``, ``apply_edges``,
+    ``update_all``; ``srcdata`` and ``dstdata`` are ``ndata``).
     """
+
+    _frame_attrs = ("ndata", "edata")
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor, node_ids: torch.Tensor, eids=None):
         self._src, self._dst = src, dst
         self.ndata: dict[str, torch.Tensor] = {NID: node_ids}
         self.edata: dict[str, torch.Tensor] = {} if eids is None else {EID: eids}
+
+    @property
+    def srcdata(self) -> dict[str, torch.Tensor]:
+        """The node data (source and destination nodes are the same nodes)."""
+        return self.ndata
+
+    @property
+    def dstdata(self) -> dict[str, torch.Tensor]:
+        """The node data (source and destination nodes are the same nodes)."""
+        return self.ndata
+
+    def _relation(self) -> Relation:
+        num = self.num_nodes()
+        return Relation(self._src, self._dst, num, num, self.ndata, self.ndata, self.edata)
 
     def num_nodes(self) -> int:
         """Number of nodes (the batch's seed nodes)."""

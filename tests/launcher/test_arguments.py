@@ -73,3 +73,15 @@ def test_the_durability_settings_reach_the_server_and_are_checked_there():
     ):
         with pytest.raises(ValueError, match=match):
             ServerConfig("g.json", 0, **fields).validate()
+
+
+def test_a_config_error_names_the_subcommand_not_the_trainer_command(tmp_path, capsys):
+    from graphstore.launcher.cli import main
+
+    bad = tmp_path / "cluster.yaml"
+    bad.write_text("servers:\n  - {host: 127.0.0.1, port: 50051}\ntrainers_per_hots: 2\n")
+    code = main(["launch", "--config", str(bad), "--", "python", "train.py", "--epochs", "3"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1
+    assert err[0].startswith("graphstore launch: error:") and "'trainers_per_hots'" in err[0]
+    assert "train.py" not in err[0]
