@@ -7,7 +7,7 @@ PIP    := $(VENV)/bin/pip
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test proto proto-check lint bench demo demo-large clean
+.PHONY: install test compose-test proto proto-check lint bench demo demo-large clean
 
 install: $(STAMP)
 
@@ -21,6 +21,14 @@ $(STAMP): pyproject.toml
 
 test: install proto-check
 	$(PY) -m pytest -q tests
+
+# docker-compose.yml under a real Docker engine with compose v2 (not part of `make test`: CI has no
+# daemon; it skips when none answers or the base image is missing). Builds the image once, runs the
+# stack, a second `up`, two trainers, a server killed and one restarted mid-training, `down -v`.
+# Build settings from the environment: BASE_IMAGE, TORCH_INDEX_URL, TORCH_SPEC (see the Dockerfile).
+compose-test: install
+	GRAPHSTORE_COMPOSE_TEST=1 $(PY) -m pytest -q -s -rs tests/launcher/test_compose_docker.py
+	-docker image ls graphstore
 
 proto: install
 	$(PY) -m graphstore.protos.codegen
