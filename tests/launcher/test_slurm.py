@@ -141,7 +141,7 @@ def _slurm_answers() -> bool:
     if shutil.which("sbatch") is None or shutil.which("sinfo") is None:
         return False
     try:
-        states = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=10)
+        states = subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return False
     return states.returncode == 0 and bool(re.search(r"^(idle|mixed)", states.stdout, re.M))
