@@ -14,7 +14,7 @@ DGL_STAMP   := $(DGL_VENV)/.installed
 DGL_PACKAGES ?= dgl==2.1.0 torch==2.2.1 torchdata==0.7.1 "numpy<2" "pandas<2.3" pydantic pyyaml
 BENCH_DGL_ARGS ?= --runs 7
 
-.PHONY: install test proto proto-check lint bench bench-dgl demo demo-large clean
+.PHONY: install test compose-test proto proto-check lint bench bench-dgl demo demo-large clean
 
 install: $(STAMP)
 	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
@@ -29,6 +29,14 @@ $(STAMP): pyproject.toml
 
 test: install proto-check
 	$(PY) -m pytest -q tests
+
+# docker-compose.yml under a real Docker engine with compose v2 (not part of `make test`: CI has no
+# daemon; it skips when none answers or the base image is missing). Builds the image once, runs the
+# stack, a second `up`, two trainers, a server killed and one restarted mid-training, `down -v`.
+# Build settings from the environment: BASE_IMAGE, TORCH_INDEX_URL, TORCH_SPEC (see the Dockerfile).
+compose-test: install
+	GRAPHSTORE_COMPOSE_TEST=1 $(PY) -m pytest -q -s -rs tests/launcher/test_compose_docker.py
+	-docker image ls graphstore
 
 proto: install
 	$(PY) -m graphstore.protos.codegen

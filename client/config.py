@@ -11,7 +11,8 @@ its one parser. :func:`find_cluster_config` takes any of the forms ``initialize(
   with ``GRAPHSTORE_CONFIG``), that cluster is used instead and the file's hosts are only checked
   against it (a warning when they differ), so a DGL script's own ``--ip_config`` keeps working;
 - an already-built :class:`~graphstore.config.ClusterConfig`;
-- nothing: the path in ``GRAPHSTORE_CONFIG``.
+- nothing: the path in ``GRAPHSTORE_CONFIG`` (set by ``graphstore launch``; set by hand, or by the job's
+  manifest, where torchrun, Slurm or Kubernetes start the trainers against ``graphstore servers``).
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def find_cluster_config(source=None) -> ClusterConfig:
         if source is None:
             raise ValueError(
                 f"initialize(): no cluster config; pass ip_config=PATH_OR_DICT or set {CONFIG_ENV} "
-                "(graphstore launch sets it)"
+                "(graphstore launch sets it; under torchrun, Slurm or Kubernetes, set it to the cluster "
+                "YAML the servers were started from)"
             )
     if isinstance(source, ClusterConfig):
         return source

@@ -19,6 +19,8 @@ COMMANDS = {
     "generate": "generate",
     "partition": "partition",
     "server": "server",
+    "servers": "servers",
+    "slurm": "slurm",
     "launch": "launch",
     "status": "status",
     "stop": "stop",

@@ -212,6 +212,7 @@ class RunningServer:
         config.validate()
         self.config = config
         self._stop_requested = threading.Event()
+        self._stop_signalled = False
         started = time.monotonic()
         data = load_validated_partition(config.part_config, config.part_id)
         self.partition = PartitionServer(
@@ -328,12 +329,20 @@ class RunningServer:
             self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
 
     def request_stop(self) -> None:
-        """Ask :meth:`wait` to return (thread- and signal-safe)."""
+        """Ask :meth:`wait` to return (from any thread; a signal handler calls :meth:`signal_stop`)."""
         self._stop_requested.set()
 
+    def signal_stop(self) -> None:
+        """Ask :meth:`wait` to return, from a signal handler: only a flag is set. ``Event.set()`` there
+        could deadlock: the handler runs in the main thread, possibly while that thread holds the
+        event's lock inside :meth:`wait`. A waiting :meth:`wait` sees the flag when its timeout ends."""
+        self._stop_signalled = True
+
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until a stop is requested; True if it was."""
-        return self._stop_requested.wait(timeout)
+        """Block until a stop is requested (or, when a timeout is given, signalled); True if it was."""
+        if self._stop_signalled:
+            return True
+        return self._stop_requested.wait(timeout) or self._stop_signalled
 
     def stop(self) -> bool:
         """Report NOT_SERVING, stop accepting, finish calls in flight (bounded), checkpoint if asked.
@@ -423,7 +432,7 @@ def serve(config: ServerConfig) -> int:
     previous = {}
     if in_main_thread:
         for sig in stop_signals:
-            previous[sig] = signal.signal(sig, lambda signum, frame: running.request_stop())
+            previous[sig] = signal.signal(sig, lambda signum, frame: running.signal_stop())
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
     try:
         graph_name = running.partition.partition.graph_name

@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -32,6 +33,8 @@ from graphstore.errors import ServerUnavailableError
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import MUTATING_METHODS, SERVICE_NAME
 from graphstore.rpc import RpcPolicy
+
+logger = logging.getLogger(__name__)
 
 # The service's methods and the message each answers with.
 _RESPONSES: dict[str, Any] = {
@@ -193,19 +196,29 @@ class ServerChannel:
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
     def wait_serving(self, timeout: float) -> None:
-        """Block until the server reports SERVING.
+        """Block until the server reports SERVING; says once (a log warning) that it is waiting when
+        the first check did not find it SERVING (a trainer started before its servers).
 
         Raises:
             ServerUnavailableError: not SERVING within ``timeout`` seconds.
         """
         end = time.monotonic() + timeout
         last = "no answer"
+        checks = 0
         while True:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise ServerUnavailableError(
                     self.address, "UNAVAILABLE", f"not SERVING within {timeout} s ({last})"
                 )
+            if checks == 1:
+                logger.warning(
+                    "graphstore: waiting for the server at %s to be SERVING (%s); giving up in %.0f s",
+                    self.address,
+                    last,
+                    remaining,
+                )
+            checks += 1
             try:
                 response = self._health.Check(
                     health_pb2.HealthCheckRequest(service=SERVICE_NAME),
