@@ -16,7 +16,7 @@ import os
 import time
 
 from graphstore.launcher.commands.arguments import add_command
-from graphstore.partition.partitioner import peak_rss_bytes
+from graphstore.partition.memory import peak_rss_bytes
 
 SCHEMAS = ("homogeneous", "mag")
 # config fields that both schemas take, each with its own default (a flag left out keeps it)
