@@ -39,12 +39,12 @@ from graphstore.client.training import (
     finish_training,
     load_task,
     make_sampler,
-    make_train_loader,
     prepare_features,
     setup_trainer,
     wrap_model,
 )
 
+SHUFFLE_SEED_STRIDE = 7919  # as the training loader spreads the ranks' shuffling seeds
 PASSES = ("sample", "fetch", "epoch", "epoch_wait", "epoch_compute")
 
 
@@ -78,6 +78,25 @@ def process_peaks() -> dict[str, float]:
         elif "scale_epoch.py" in cmd and "graphstore.launcher.cli launch" not in cmd:
             peaks[f"trainer-{pid}"] = round(hwm / 2**20, 3)
     return peaks
+
+
+def node_loader(g, nodes, config: TrainConfig, rank: int, device, features, labels, cache: float):
+    """The training loader's settings (``make_train_loader``), with the features, labels and remote
+    feature cache given."""
+    return DistNodeDataLoader(
+        g,
+        nodes,
+        make_sampler(config.training_fanouts(), config.seed),
+        batch_size=config.batch_size,
+        shuffle=True,
+        device=device,
+        load_features=features,
+        load_labels=labels,
+        prefetch=config.prefetch,
+        num_workers=config.num_workers,
+        seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
+        cache_remote_features=cache,
+    )
 
 
 def reduce(values: list[float], how: str) -> list[float]:
@@ -144,37 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     before = server_counters() if trainer.rank == 0 else {}
 
-    sample_loader = DistNodeDataLoader(
-        g,
-        task.train_nodes,
-        make_sampler(config.training_fanouts(), config.seed),
-        batch_size=config.batch_size,
-        shuffle=True,
-        load_features=(),
-        load_labels=None,
-        prefetch=config.prefetch,
-        num_workers=config.num_workers,
-        seed=config.seed + trainer.rank,
-    )
+    sample_loader = node_loader(g, task.train_nodes, config, trainer.rank, device, (), None, 0.0)
     sample_s, _ = timed_pass(sample_loader)
     sample_loader.close()
-    loader = make_train_loader(g, task.train_nodes, config, device, trainer.rank, (config.feat_name,))
-    if cache_remote > 0:
-        loader.close()
-        loader = DistNodeDataLoader(
-            g,
-            task.train_nodes,
-            make_sampler(config.training_fanouts(), config.seed),
-            batch_size=config.batch_size,
-            shuffle=True,
-            device=device,
-            load_features=(config.feat_name,),
-            load_labels=config.label_name,
-            prefetch=config.prefetch,
-            num_workers=config.num_workers,
-            seed=config.seed + trainer.rank,
-            cache_remote_features=cache_remote,
-        )
+    inputs = ((config.feat_name,), config.label_name)
+    loader = node_loader(g, task.train_nodes, config, trainer.rank, device, *inputs, cache_remote)
     fetch_s, _ = timed_pass(loader)
     middle = server_counters() if trainer.rank == 0 else {}
     model.train()
