@@ -62,8 +62,8 @@ def server_counters() -> dict[int, dict]:
     return {int(s["part_id"]): s.get("counters") or {} for s in servers if s.get("part_id") is not None}
 
 
-def process_peaks() -> dict[str, float]:
-    """Peak RSS (GiB, ``VmHWM``) of every graphstore server and trainer process on this machine."""
+def process_peaks(part_config: str) -> dict[str, float]:
+    """Peak RSS (GiB, ``VmHWM``) of the servers of ``part_config`` and of this benchmark's trainers."""
     peaks = {}
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -73,7 +73,7 @@ def process_peaks() -> dict[str, float]:
                 hwm = next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
         except (OSError, StopIteration):
             continue
-        if "graphstore.launcher.cli server" in cmd:
+        if "graphstore.launcher.cli server" in cmd and part_config in cmd:
             peaks[f"server-{pid}"] = round(hwm / 2**20, 3)
         elif "scale_epoch.py" in cmd and "graphstore.launcher.cli launch" not in cmd:
             peaks[f"trainer-{pid}"] = round(hwm / 2**20, 3)
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
             "remote_feature_bytes_per_epoch_est": int(pulled) * row_bytes,
             "accuracy": accuracy,
             "trainer_peak_rss_gib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 3),
-            "process_peak_rss_gib": process_peaks(),
+            "process_peak_rss_gib": process_peaks(os.path.abspath(config.part_config)),
         }
         print(json.dumps(report), flush=True)
         if config.metrics_json:

@@ -1,8 +1,7 @@
-"""The symmetric adjacency METIS partitions, and the one-key pair sort that builds it.
+"""The symmetric adjacency METIS partitions.
 
 :func:`symmetrize` turns the directed edge list into the undirected simple graph (both directions, no
-self loops, no duplicate edges) as CSR; :func:`sort_pairs` is the vectorized sort it (and the ID
-relabeling) is built on.
+self loops, no duplicate edges) as CSR.
 
 Memory: the edges are read a chunk at a time (a memory-mapped input stays out of the resident set),
 each undirected pair is packed into one int64 key, and the keys are sorted and de-duplicated in place;
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphstore.partition.key_sort import id_dtype
 from graphstore.partition.memory import stream
 
 CHUNK = 1 << 23  # entries per streamed chunk: a few 64 MB temporaries at a time
@@ -27,7 +27,8 @@ class SymmetricCSR:
 
     Attributes:
         indptr: int64 [N + 1].
-        indices: neighbor IDs, sorted within each row; int32 when ``N < 2**31``, else int64.
+        indices: neighbor IDs, sorted within each row; int32 when the node count and the number of
+            entries are below 2**31, else int64.
     """
 
     indptr: np.ndarray
@@ -36,44 +37,6 @@ class SymmetricCSR:
     @property
     def num_nodes(self) -> int:
         return int(self.indptr.shape[0] - 1)
-
-
-def id_dtype(count: int) -> np.dtype:
-    """The narrowest of int32 / int64 that holds IDs ``0 .. count - 1`` (and ``count`` itself)."""
-    return np.dtype(np.int32 if count < np.iinfo(np.int32).max else np.int64)
-
-
-def sort_pairs(
-    major: np.ndarray, minor: np.ndarray, minor_count: int, out_dtype: np.dtype | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sort pairs by (major, minor) through one int64 key sort; returns both columns in that order.
-
-    Packs each pair into one int64 (``major << bits | minor``) when they fit, which sorts several times
-    faster than a stable argsort and unpacks with shifts instead of divisions; falls back to
-    ``major * minor_count + minor`` otherwise. Both columns must be non-negative, ``minor < minor_count``.
-
-    Args:
-        major, minor: the pairs.
-        minor_count: an upper bound (exclusive) of ``minor``.
-        out_dtype: dtype of the returned columns (default int64); int32 saves half their memory.
-    """
-    out_dtype = np.dtype(np.int64 if out_dtype is None else out_dtype)
-    bits = max(int(minor_count - 1).bit_length(), 1)
-    major_max = int(major.max()) if major.size else 0
-    keys = major.astype(np.int64)  # always a copy we own
-    if major_max.bit_length() + bits <= 63:
-        keys <<= np.int64(bits)
-        keys |= minor
-        keys.sort()
-        minor_sorted = np.empty(keys.shape[0], dtype=out_dtype)
-        np.bitwise_and(keys, np.int64((1 << bits) - 1), out=minor_sorted, casting="unsafe")
-        keys >>= np.int64(bits)  # in place: one fresh array fewer to page in
-        return keys.astype(out_dtype, copy=False), minor_sorted
-    keys *= np.int64(minor_count)
-    keys += minor
-    keys.sort()
-    major_sorted, minor_sorted = np.divmod(keys, np.int64(minor_count))
-    return major_sorted.astype(out_dtype, copy=False), minor_sorted.astype(out_dtype, copy=False)
 
 
 def _pair_keys(src: np.ndarray, dst: np.ndarray, bits: int, chunk: int) -> np.ndarray:
@@ -146,7 +109,9 @@ def symmetrize(src: np.ndarray, dst: np.ndarray, num_nodes: int, chunk: int = CH
     fwd_base = indptr[:-1] + count_rev - first_fwd
     del count_fwd, first_fwd
     rev_filled = indptr[:-1].copy()
-    indices = np.empty(2 * keys.shape[0], dtype=id_dtype(num_nodes))
+    # int32 while node IDs and positions fit (a 32-bit METIS takes it as is); else the int64 that a
+    # 64-bit METIS takes without a copy.
+    indices = np.empty(2 * keys.shape[0], dtype=id_dtype(max(num_nodes, 2 * keys.shape[0])))
     local_bits = max(int(chunk - 1).bit_length(), 1)
     for start in range(0, keys.shape[0], chunk):
         piece = keys[start : start + chunk]
