@@ -15,7 +15,9 @@ mislabelled or ambiguous items of a real benchmark. Without it, a GNN on a dense
 size: 51 edges per node) scores 0.999, and accuracy figures say nothing. With the default 0.1, a GNN
 tops out near 0.9 (``1 - label_noise * (1 - 1 / num_classes)``; a two-layer neighbor-mean model reaches
 0.80-0.87 on 4,000-200,000 nodes), and a features-only model stays far below (about 0.45 at 8-10
-classes, 0.2 at 47). ``label_noise=0`` gives the earlier, easy graph (edges and features are the same either way: the label draws use a stream of their own).
+classes, 0.2 at 47). GraphSAGE on the ogbn-products-sized graph: test accuracy 0.900 after one epoch
+(ceiling 0.902; 0.9999 without the noise). ``label_noise=0`` gives the earlier, easy graph (edges and
+features are the same either way: the label draws use a stream of their own).
 
 Everything is generated in fixed-size chunks with per-chunk seeds, so the same arguments give the
 same graph, and a graph the size of ogbn-products (2.4M nodes, 124M edges, 100-d features) is
