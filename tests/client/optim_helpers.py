@@ -146,11 +146,18 @@ def _trainer_entry(target, rank, world_size, init_file, args, results, backend):
         )
         try:
             value = target(rank, world_size, *args)
-        finally:
+        except BaseException:
             torch.distributed.destroy_process_group()
-        results.put((rank, "ok", value))
+            raise
     except BaseException:  # noqa: BLE001 - reported to the parent
         results.put((rank, "error", traceback.format_exc()))
+        return
+    # The result goes out before the group's teardown: torch 2.2's FileStore can hang in
+    # destroy_process_group (about one run in five with 3 ranks); run_trainers then kills the process.
+    results.put((rank, "ok", value))
+    results.close()
+    results.join_thread()  # flushed to the parent before anything can hang
+    torch.distributed.destroy_process_group()
 
 
 def run_trainers(
