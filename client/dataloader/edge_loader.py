@@ -40,8 +40,8 @@ class DistEdgeDataLoader(GraphLoaderBase):
         exclude: ``None``, ``'self'`` (drop the batch's edges from the blocks) or ``'reverse_id'``
             (also their reverse edges, given by ``reverse_eids``).
         reverse_eids: for ``'reverse_id'``: ``reverse_eids[e]`` is the ID of edge ``e``'s reverse.
-        device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features: as in
-            DistNodeDataLoader.
+        device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features,
+            pin_memory: as in DistNodeDataLoader (the pair graphs land on ``device`` too).
 
     Raises:
         ValueError: an unknown ``exclude``, or ``'reverse_id'`` without a full ``reverse_eids``.
@@ -66,11 +66,12 @@ class DistEdgeDataLoader(GraphLoaderBase):
         seed: int | None = None,
         equal_batches: bool = True,
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
+        pin_memory: bool | None = None,
     ):
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
         self.eids = as_item_ids(eids, "eids")
-        self._init_graph(g, sampler, device, load_features, None, cache_remote_features)
+        self._init_graph(g, sampler, device, load_features, None, cache_remote_features, pin_memory)
         self._num_nodes = int(graph_context(g).book.num_nodes())
         num_edges = int(graph_context(g).book.num_edges())
         self.reverse_eids = None
@@ -112,6 +113,6 @@ class DistEdgeDataLoader(GraphLoaderBase):
             torch.from_numpy(local[0]), torch.from_numpy(local[1]), seeds_t, torch.from_numpy(batch_eids)
         )
         if self.negative_sampler is None:
-            return self._move(input_nodes), self._move(pair), self._move(blocks)
+            return input_nodes, pair, blocks
         neg_pair = PairGraph(torch.from_numpy(local[2]), torch.from_numpy(local[3]), seeds_t)
-        return self._move(input_nodes), self._move(pair), self._move(neg_pair), self._move(blocks)
+        return input_nodes, pair, neg_pair, blocks
