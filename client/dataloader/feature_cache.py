@@ -202,6 +202,9 @@ class RemoteFeatureCache:
         node_ids = np.sort(node_ids)
         rows = dtypes.to_torch(self._tensor.pull_storage(node_ids), self._dtype)
         rows = rows.to(self.device)
+        if rows.is_cuda:
+            # Reads may run on other streams (each loader copies on its own): the rows must be there.
+            torch.cuda.current_stream(self.device).synchronize()
         self._table = _Table(node_ids, rows, self._num_rows, self._num_rows <= self._DENSE_SLOTS_MAX_NODES)
 
     # -- reading -------------------------------------------------------------------------------------

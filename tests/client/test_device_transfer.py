@@ -1,0 +1,230 @@
+"""Where loader batches land (graphstore.client.dataloader.device_transfer): the device a loader or cache
+resolves to, the one function that moves a finished batch (every tensor of blocks, pair graphs, typed
+dicts, IDs), and CPU loaders with pinning off; the iterating thread hands each batch over."""
+
+from __future__ import annotations
+
+import threading
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+import torch
+
+from graphstore.client.block import Block
+from graphstore.client.constants import NID
+from graphstore.client.context import set_context
+from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, PairGraph
+from graphstore.client.dataloader.device_transfer import (
+    BatchTransfer,
+    StagedBatch,
+    iter_tensors,
+    map_tensors,
+    resolve_device,
+)
+from graphstore.client.dataloader.prefetch import PrefetchIterator
+from graphstore.client.device import bind_device, unbind_device
+from graphstore.client.dist_graph import DistGraph
+from graphstore.client.samplers import NeighborSampler, Uniform
+from tests.utils.graphs import make_partitioned_graph, relabeled
+
+META = torch.device("meta")
+
+
+@pytest.fixture(autouse=True)
+def _unbound():
+    unbind_device()
+    yield
+    unbind_device()
+
+
+@pytest.fixture
+def two_gpus(monkeypatch):
+    """A process that sees 2 GPUs (CUDA faked: nothing touches a device), whose current device must
+    never be asked for."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+
+    def current_device():
+        raise AssertionError("torch.cuda.current_device() must not be used")
+
+    monkeypatch.setattr(torch.cuda, "current_device", current_device)
+
+
+# -- the device ---------------------------------------------------------------------------------------
+
+
+def test_default_device_is_the_bound_one_else_the_cpu(two_gpus, monkeypatch):
+    assert resolve_device(None) == torch.device("cpu")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    bind_device("cuda")
+    assert resolve_device(None) == torch.device("cuda", 1)
+    assert resolve_device("cuda") == torch.device("cuda", 1)
+    assert resolve_device("cuda:0") == torch.device("cuda", 0)
+    assert resolve_device("cpu") == torch.device("cpu")
+
+
+def test_cuda_without_an_index_binds_local_rank(two_gpus, monkeypatch):
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert resolve_device(torch.device("cuda")) == torch.device("cuda", 1)
+    monkeypatch.setenv("LOCAL_RANK", "2")
+    unbind_device()
+    with pytest.raises(RuntimeError, match="LOCAL_RANK=2"):
+        resolve_device("cuda")
+
+
+@pytest.mark.parametrize("bad", ["mps", "tpu:0", "nonsense", 3.5])
+def test_other_devices_are_refused(bad):
+    with pytest.raises(ValueError, match="device must be"):
+        resolve_device(bad)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_pinning_without_cuda_is_refused():
+    with pytest.raises(RuntimeError, match="pin_memory"):
+        BatchTransfer(torch.device("cpu"), pin_memory=True)
+    assert BatchTransfer(torch.device("cpu")).pin_memory is False
+
+
+# -- moving a batch -----------------------------------------------------------------------------------
+
+
+class Pair(NamedTuple):
+    left: torch.Tensor
+    right: object
+
+
+def a_block() -> Block:
+    block = Block(
+        torch.tensor([0, 1, 2]), torch.tensor([0, 0, 1]), torch.tensor([5, 6, 7]), 2, torch.tensor([9, 8, 7])
+    )
+    block.srcdata["feat"] = torch.ones(3, 4)
+    block.dstdata["label"] = torch.tensor([1, 0])
+    block.in_degrees()
+    return block
+
+
+def test_move_puts_every_tensor_of_a_batch_on_the_device():
+    block = a_block()
+    pair = PairGraph(torch.tensor([0]), torch.tensor([1]), torch.tensor([3, 4]), torch.tensor([11]))
+    typed = {"paper": torch.arange(3), "author": torch.arange(2)}
+    batch = (torch.arange(4), [block, block], pair, typed, Pair(torch.zeros(2), "keep"), 7)
+    moved = BatchTransfer(META, pin_memory=False).move(batch)
+    tensors = list(iter_tensors(moved))
+    # block: src, dst, NID (src and dst), EID, feat, label, in-degrees; pair: src, dst, NID, EID
+    assert len(tensors) == 1 + 2 * 8 + 4 + 2 + 1
+    assert all(t.device == META for t in tensors)
+    assert isinstance(moved[1][0], Block) and moved[1][0].device == META
+    assert moved[1][0].num_src_nodes() == 3 and moved[2].num_nodes() == 2
+    assert set(moved[3]) == {"paper", "author"} and moved[4].right == "keep" and moved[5] == 7
+    # the source batch is untouched
+    assert all(t.device.type == "cpu" for t in iter_tensors(batch))
+    assert block.srcdata["feat"].device.type == "cpu"
+
+
+def test_map_tensors_keeps_container_types():
+    class Frame(dict):
+        pass
+
+    frame = Frame(h=torch.ones(2))
+    out = map_tensors({"f": frame, "t": (torch.ones(1),), "l": [torch.ones(1)]}, lambda t: t * 2)
+    assert type(out["f"]) is Frame and type(out["t"]) is tuple and type(out["l"]) is list
+    assert out["f"]["h"].tolist() == [2.0, 2.0] and frame["h"].tolist() == [1.0, 1.0]
+    module = torch.nn.Linear(2, 2)
+    assert map_tensors(module, lambda t: t * 0) is module
+
+
+def test_cpu_transfer_stages_and_delivers_the_batch_as_is():
+    transfer = BatchTransfer(torch.device("cpu"), pin_memory=False)
+    batch = (torch.arange(3), a_block())
+    with transfer.producing():
+        staged = transfer.stage(batch)
+    assert isinstance(staged, StagedBatch) and staged.ready is None
+    delivered = transfer.deliver(staged)
+    assert delivered[0].data_ptr() == batch[0].data_ptr()  # nothing copied on the CPU
+    assert delivered[1].srcdata["feat"].data_ptr() == batch[1].srcdata["feat"].data_ptr()
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_batches_are_delivered_in_the_iterating_thread(prefetch):
+    made, delivered = [], []
+    iterator = PrefetchIterator(
+        lambda item: (made.append(threading.current_thread().name), item)[1],
+        list(range(5)),
+        prefetch,
+        deliver=lambda batch: (delivered.append(threading.current_thread()), batch * 10)[1],
+    )
+    assert list(iterator) == [0, 10, 20, 30, 40]
+    assert delivered == [threading.current_thread()] * 5
+    assert (prefetch > 0) == all(name != threading.current_thread().name for name in made)
+
+
+# -- CPU loaders with pinning off -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph_files(tmp_path_factory):
+    config, graph = make_partitioned_graph(tmp_path_factory.mktemp("transfer"), num_nodes=600, num_parts=2)
+    return config, relabeled(graph)
+
+
+@pytest.fixture
+def standalone(graph_files):
+    config, new = graph_files
+    g = DistGraph("testgraph", part_config=config)
+    yield g, new
+    set_context(None).close()
+
+
+def test_node_loader_on_the_cpu_without_pinning(standalone):
+    g, new = standalone
+    loader = DistNodeDataLoader(
+        g, torch.arange(200), NeighborSampler([3, 3], seed=0), batch_size=64, device="cpu", pin_memory=False
+    )
+    assert loader.device == torch.device("cpu") and loader.pin_memory is False
+    for input_nodes, output_nodes, blocks in loader:
+        assert all(t.device.type == "cpu" and not t.is_pinned() for t in iter_tensors(blocks))
+        np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), new["feat"][input_nodes.numpy()])
+        np.testing.assert_array_equal(blocks[-1].dstdata["label"].numpy(), new["label"][output_nodes.numpy()])
+        assert torch.equal(blocks[0].srcdata[NID], input_nodes)
+
+
+def test_edge_loader_on_the_cpu_without_pinning(standalone):
+    g, new = standalone
+    loader = DistEdgeDataLoader(
+        g,
+        torch.arange(300),
+        NeighborSampler([3], seed=0),
+        batch_size=100,
+        negative_sampler=Uniform(1),
+        device="cpu",
+        pin_memory=False,
+    )
+    for batch in loader:
+        assert len(batch) == 4
+        assert all(t.device.type == "cpu" for t in iter_tensors(batch))
+        input_nodes, pair, _, blocks = batch
+        np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(), new["feat"][input_nodes.numpy()])
+        assert pair.num_edges() == 100
+
+
+def test_a_loader_takes_the_samplers_output_device_else_the_bound_one(standalone):
+    g, _ = standalone
+    sampler = NeighborSampler([2], output_device="cpu")
+    assert DistNodeDataLoader(g, torch.arange(10), sampler, batch_size=5).device == torch.device("cpu")
+    bind_device("cpu")
+    assert DistNodeDataLoader(g, torch.arange(10), NeighborSampler([2]), batch_size=5).device.type == "cpu"
+    with pytest.raises(ValueError, match="device must be"):
+        DistNodeDataLoader(g, torch.arange(10), NeighborSampler([2]), batch_size=5, device="mps")
+
+
+def test_a_real_batch_moves_whole(standalone):
+    """The features the loader attaches after sampling move with the blocks (no mixed devices)."""
+    g, _ = standalone
+    loader = DistNodeDataLoader(g, torch.arange(64), NeighborSampler([3, 3], seed=0), batch_size=64)
+    batch = next(iter(loader))
+    moved = BatchTransfer(META, pin_memory=False).move(batch)
+    names = {"feat", NID}
+    assert names <= set(moved[2][0].srcdata) and "label" in moved[2][-1].dstdata
+    assert all(t.device == META for t in iter_tensors(moved))
