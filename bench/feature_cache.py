@@ -19,24 +19,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
 from common import emit_report
-from scale import CLI, REPO_ROOT, cluster_yaml, machine
-from scale_epoch import SHUFFLE_SEED_STRIDE, reduce, server_counters
+from scale import REPO_ROOT, launch_trainers, machine
+from scale_epoch import node_loader, reduce, server_counters
 
-from graphstore.client import DistNodeDataLoader, node_split
+from graphstore.client import node_split
 from graphstore.client.dataloader import RemoteFeatureCache
 from graphstore.client.training import (
     TrainConfig,
     argument_parser,
     config_from_args,
     feature_width,
-    make_sampler,
     setup_trainer,
 )
 
@@ -71,20 +68,7 @@ def barrier() -> None:
 def measure_epochs(g, nodes, config: TrainConfig, rank: int, device, cache, epochs: int) -> list[dict]:
     """Iterate a training loader reading through ``cache`` for ``epochs`` epochs; per epoch the cache's
     counters and the servers' pulled rows (rank 0), summed over the trainers."""
-    loader = DistNodeDataLoader(
-        g,
-        nodes,
-        make_sampler(config.training_fanouts(), config.seed),
-        batch_size=config.batch_size,
-        shuffle=True,
-        device=device,
-        load_features=(config.feat_name,),
-        load_labels=None,
-        prefetch=config.prefetch,
-        num_workers=config.num_workers,
-        seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
-        cache_remote_features={config.feat_name: cache},
-    )
+    loader = node_loader(g, nodes, config, rank, device, (config.feat_name,), None, {config.feat_name: cache})
     rows = []
     for epoch in range(epochs):
         barrier()
@@ -172,29 +156,26 @@ def main(argv: list[str] | None = None) -> int:
     before = machine()
     with open(args.part_config) as fh:
         part_config = json.load(fh)
-    graph_name, num_parts = part_config["graph_name"], part_config["num_parts"]
-    folder = tempfile.mkdtemp(prefix="gs-feature-cache-")
-    cluster = cluster_yaml(args.part_config, num_parts, args.trainers, folder)
-    metrics = os.path.join(folder, "cache.json")
-    trainer = [sys.executable, os.path.abspath(__file__), "trainer", "--graph-name", graph_name]
-    trainer += ["--part-config", os.path.abspath(args.part_config), "--metrics-json", metrics]
-    trainer += ["--config", os.path.join(REPO_ROOT, args.train_config), "--device", args.device]
+    trainer = [
+        sys.executable,
+        os.path.abspath(__file__),
+        "trainer",
+        "--graph-name",
+        part_config["graph_name"],
+    ]
+    trainer += ["--part-config", os.path.abspath(args.part_config), "--device", args.device]
+    trainer += ["--config", os.path.join(REPO_ROOT, args.train_config)]
     trainer += ["--epochs-per-setting", str(args.epochs), "--budgets-mib", args.budgets_mib]
     trainer += ["--warmup-batches", str(args.warmup_batches)]
-    start = time.perf_counter()
-    proc = subprocess.run([*CLI, "launch", "--config", cluster, "--", *trainer], cwd=REPO_ROOT, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"graphstore launch exited {proc.returncode}")
-    with open(metrics) as fh:
-        figures = json.load(fh)
+    figures, launch_s = launch_trainers(args.part_config, args.trainers, trainer)
     report = {
         "benchmark": "feature-cache",
         "part_config": args.part_config,
-        "servers": num_parts,
+        "servers": part_config["num_parts"],
         "trainers": args.trainers,
         "train_config": args.train_config,
         **figures,
-        "launch_to_exit_s": round(time.perf_counter() - start, 1),
+        "launch_to_exit_s": launch_s,
         "machine_before": before,
         "machine_after": machine(),
     }

@@ -13,7 +13,6 @@ import torch
 
 from graphstore.client.block import Block
 from graphstore.client.constants import NID
-from graphstore.client.context import set_context
 from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, PairGraph
 from graphstore.client.dataloader.device_transfer import (
     BatchTransfer,
@@ -24,27 +23,17 @@ from graphstore.client.dataloader.device_transfer import (
 )
 from graphstore.client.dataloader.prefetch import PrefetchIterator
 from graphstore.client.device import bind_device, unbind_device
-from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler, Uniform
-from tests.utils.graphs import make_partitioned_graph, relabeled
 
 META = torch.device("meta")
 
 
-@pytest.fixture(autouse=True)
-def _unbound():
-    unbind_device()
-    yield
-    unbind_device()
+pytestmark = pytest.mark.usefixtures("unbound_device")
 
 
 @pytest.fixture
-def two_gpus(monkeypatch):
-    """A process that sees 2 GPUs (CUDA faked: nothing touches a device), whose current device must
-    never be asked for."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    monkeypatch.setattr(torch.cuda, "set_device", lambda device: None)
+def no_current_device(monkeypatch):
+    """``torch.cuda.current_device()`` fails the test: the library must never ask for it."""
 
     def current_device():
         raise AssertionError("torch.cuda.current_device() must not be used")
@@ -55,7 +44,8 @@ def two_gpus(monkeypatch):
 # -- the device ---------------------------------------------------------------------------------------
 
 
-def test_default_device_is_the_bound_one_else_the_cpu(two_gpus, monkeypatch):
+@pytest.mark.usefixtures("two_gpus", "no_current_device")
+def test_default_device_is_the_bound_one_else_the_cpu(monkeypatch):
     assert resolve_device(None) == torch.device("cpu")
     monkeypatch.setenv("LOCAL_RANK", "1")
     bind_device("cuda")
@@ -65,7 +55,8 @@ def test_default_device_is_the_bound_one_else_the_cpu(two_gpus, monkeypatch):
     assert resolve_device("cpu") == torch.device("cpu")
 
 
-def test_cuda_without_an_index_binds_local_rank(two_gpus, monkeypatch):
+@pytest.mark.usefixtures("two_gpus", "no_current_device")
+def test_cuda_without_an_index_binds_local_rank(monkeypatch):
     monkeypatch.setenv("LOCAL_RANK", "1")
     assert resolve_device(torch.device("cuda")) == torch.device("cuda", 1)
     monkeypatch.setenv("LOCAL_RANK", "2")
@@ -163,22 +154,8 @@ def test_batches_are_delivered_in_the_iterating_thread(prefetch):
 # -- CPU loaders with pinning off -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def graph_files(tmp_path_factory):
-    config, graph = make_partitioned_graph(tmp_path_factory.mktemp("transfer"), num_nodes=600, num_parts=2)
-    return config, relabeled(graph)
-
-
-@pytest.fixture
-def standalone(graph_files):
-    config, new = graph_files
-    g = DistGraph("testgraph", part_config=config)
-    yield g, new
-    set_context(None).close()
-
-
-def test_node_loader_on_the_cpu_without_pinning(standalone):
-    g, new = standalone
+def test_node_loader_on_the_cpu_without_pinning(standalone_graph):
+    g, new = standalone_graph
     loader = DistNodeDataLoader(
         g, torch.arange(200), NeighborSampler([3, 3], seed=0), batch_size=64, device="cpu", pin_memory=False
     )
@@ -190,8 +167,8 @@ def test_node_loader_on_the_cpu_without_pinning(standalone):
         assert torch.equal(blocks[0].srcdata[NID], input_nodes)
 
 
-def test_edge_loader_on_the_cpu_without_pinning(standalone):
-    g, new = standalone
+def test_edge_loader_on_the_cpu_without_pinning(standalone_graph):
+    g, new = standalone_graph
     loader = DistEdgeDataLoader(
         g,
         torch.arange(300),
@@ -209,8 +186,8 @@ def test_edge_loader_on_the_cpu_without_pinning(standalone):
         assert pair.num_edges() == 100
 
 
-def test_a_loader_takes_the_samplers_output_device_else_the_bound_one(standalone):
-    g, _ = standalone
+def test_a_loader_takes_the_samplers_output_device_else_the_bound_one(standalone_graph):
+    g, _ = standalone_graph
     sampler = NeighborSampler([2], output_device="cpu")
     assert DistNodeDataLoader(g, torch.arange(10), sampler, batch_size=5).device == torch.device("cpu")
     bind_device("cpu")
@@ -219,9 +196,9 @@ def test_a_loader_takes_the_samplers_output_device_else_the_bound_one(standalone
         DistNodeDataLoader(g, torch.arange(10), NeighborSampler([2]), batch_size=5, device="mps")
 
 
-def test_a_real_batch_moves_whole(standalone):
+def test_a_real_batch_moves_whole(standalone_graph):
     """The features the loader attaches after sampling move with the blocks (no mixed devices)."""
-    g, _ = standalone
+    g, _ = standalone_graph
     loader = DistNodeDataLoader(g, torch.arange(64), NeighborSampler([3, 3], seed=0), batch_size=64)
     batch = next(iter(loader))
     moved = BatchTransfer(META, pin_memory=False).move(batch)

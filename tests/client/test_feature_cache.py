@@ -7,30 +7,10 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client.context import set_context
 from graphstore.client.dataloader import DistNodeDataLoader, RemoteFeatureCache
-from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler
-from tests.utils.graphs import make_partitioned_graph, relabeled
-
-NUM_NODES = 900
-FEAT_DIM = 16
-
-
-@pytest.fixture(scope="module")
-def graph_files(tmp_path_factory):
-    config, graph = make_partitioned_graph(
-        tmp_path_factory.mktemp("cache"), num_nodes=NUM_NODES, num_parts=3, feat_dim=FEAT_DIM
-    )
-    return config, relabeled(graph)
-
-
-@pytest.fixture
-def standalone(graph_files):
-    config, new = graph_files
-    g = DistGraph("testgraph", part_config=config)
-    yield g, new
-    set_context(None).close()
+from tests.client.conftest import LOADER_GRAPH_FEAT_DIM as FEAT_DIM
+from tests.client.conftest import LOADER_GRAPH_NODES as NUM_NODES
 
 
 def local_range(g) -> tuple[int, int]:
@@ -46,8 +26,8 @@ def remote_nodes(g) -> np.ndarray:
 ROW_BYTES = FEAT_DIM * 4
 
 
-def test_reads_equal_an_uncached_pull_and_are_counted(standalone):
-    g, new = standalone
+def test_reads_equal_an_uncached_pull_and_are_counted(standalone_graph):
+    g, new = standalone_graph
     cache = RemoteFeatureCache(g, "feat", 0.3, device="cpu")
     start, end = local_range(g)
     ids = np.random.default_rng(1).integers(0, NUM_NODES, 2000)
@@ -79,8 +59,8 @@ def test_reads_equal_an_uncached_pull_and_are_counted(standalone):
     assert cache.stats().lookups == 0 and cache.stats().cached_rows == cache.node_ids.size
 
 
-def test_byte_budget_is_respected(standalone):
-    g, new = standalone
+def test_byte_budget_is_respected(standalone_graph):
+    g, new = standalone_graph
     budget = 10 * ROW_BYTES + ROW_BYTES // 2
     cache = RemoteFeatureCache(g, "feat", max_bytes=budget, device="cpu")
     assert cache.node_ids.size == 10 and cache.nbytes <= budget
@@ -102,8 +82,8 @@ def test_byte_budget_is_respected(standalone):
     assert stats.bytes_pulled == remote.size * ROW_BYTES
 
 
-def test_access_ranking_holds_the_most_read_remote_rows_after_the_warmup(standalone):
-    g, new = standalone
+def test_access_ranking_holds_the_most_read_remote_rows_after_the_warmup(standalone_graph):
+    g, new = standalone_graph
     start, end = local_range(g)
     remote = remote_nodes(g)
     hot, warm, cold = remote[:3], remote[3:6], remote[6:40]
@@ -128,8 +108,8 @@ def test_access_ranking_holds_the_most_read_remote_rows_after_the_warmup(standal
     assert stats.hits == hot.size and stats.rows_pulled == sum(r.size - local.size for r in reads) + 4
 
 
-def test_bad_arguments_name_the_value(standalone):
-    g, _ = standalone
+def test_bad_arguments_name_the_value(standalone_graph):
+    g, _ = standalone_graph
     with pytest.raises(ValueError, match="fraction"):
         RemoteFeatureCache(g, "feat", 1.5)
     with pytest.raises(ValueError, match="neither"):
@@ -144,8 +124,8 @@ def test_bad_arguments_name_the_value(standalone):
         RemoteFeatureCache(g, "feat", 0.1, device="mps:0")
 
 
-def test_loader_reports_its_caches_counters(standalone):
-    g, new = standalone
+def test_loader_reports_its_caches_counters(standalone_graph):
+    g, new = standalone_graph
     loader = DistNodeDataLoader(
         g, torch.arange(240), NeighborSampler([4, 4], seed=0), batch_size=80, cache_remote_features=0.5
     )

@@ -7,36 +7,18 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client.context import set_context
 from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, RemoteFeatureCache
 from graphstore.client.dataloader.device_transfer import BatchTransfer, host_to_device, iter_tensors
-from graphstore.client.device import unbind_device
-from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler, Uniform
-from tests.utils.graphs import make_partitioned_graph, relabeled
+from tests.client.conftest import LOADER_GRAPH_NODES
 
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device"),
+    pytest.mark.usefixtures("unbound_device"),
 ]
 
 GPU = torch.device("cuda", 0)
-
-
-@pytest.fixture(scope="module")
-def graph_files(tmp_path_factory):
-    config, graph = make_partitioned_graph(tmp_path_factory.mktemp("cuda-loader"), num_nodes=800, num_parts=3)
-    return config, relabeled(graph)
-
-
-@pytest.fixture
-def standalone(graph_files):
-    unbind_device()
-    config, new = graph_files
-    g = DistGraph("testgraph", part_config=config)
-    yield g, new
-    set_context(None).close()
-    unbind_device()
 
 
 def test_pinned_staging_and_non_blocking_copies():
@@ -62,8 +44,8 @@ def test_staged_batch_is_ready_on_the_consumers_stream():
 
 
 @pytest.mark.parametrize("prefetch", [0, 2])
-def test_node_loader_batches_are_wholly_on_the_gpu(standalone, prefetch):
-    g, new = standalone
+def test_node_loader_batches_are_wholly_on_the_gpu(standalone_graph, prefetch):
+    g, new = standalone_graph
     loader = DistNodeDataLoader(
         g, torch.arange(300), NeighborSampler([4, 4], seed=0), batch_size=64, device="cuda", prefetch=prefetch
     )
@@ -80,8 +62,8 @@ def test_node_loader_batches_are_wholly_on_the_gpu(standalone, prefetch):
             )
 
 
-def test_edge_loader_batches_are_wholly_on_the_gpu(standalone):
-    g, _ = standalone
+def test_edge_loader_batches_are_wholly_on_the_gpu(standalone_graph):
+    g, _ = standalone_graph
     loader = DistEdgeDataLoader(
         g, torch.arange(256), NeighborSampler([3]), batch_size=64, negative_sampler=Uniform(2), device="cuda"
     )
@@ -89,8 +71,8 @@ def test_edge_loader_batches_are_wholly_on_the_gpu(standalone):
         assert all(t.device == GPU for t in iter_tensors(batch))
 
 
-def test_sampler_output_device_and_features_agree(standalone):
-    g, _ = standalone
+def test_sampler_output_device_and_features_agree(standalone_graph):
+    g, _ = standalone_graph
     loader = DistNodeDataLoader(
         g, torch.arange(64), NeighborSampler([3], output_device="cuda:0"), batch_size=32
     )
@@ -99,11 +81,11 @@ def test_sampler_output_device_and_features_agree(standalone):
         assert all(t.device == GPU for t in iter_tensors(batch))
 
 
-def test_feature_cache_on_the_gpu(standalone):
-    g, new = standalone
+def test_feature_cache_on_the_gpu(standalone_graph):
+    g, new = standalone_graph
     cache = RemoteFeatureCache(g, "feat", 0.4, device="cuda")
     assert cache.device == GPU and cache.nbytes > 0
-    ids = np.random.default_rng(0).integers(0, 800, 3000)
+    ids = np.random.default_rng(0).integers(0, LOADER_GRAPH_NODES, 3000)
     rows = cache.read(ids)
     assert rows.device == GPU
     np.testing.assert_array_equal(rows.cpu().numpy(), new["feat"][ids])
