@@ -12,7 +12,7 @@ import torch
 from graphstore import dtypes
 from graphstore.client.dataloader.device_transfer import host_to_device, resolve_device
 from graphstore.client.sampling import graph_context
-from graphstore.ids import as_id_array
+from graphstore.ids import as_id_array, check_id_range
 from graphstore.types import NODE
 
 # How the cached rows are chosen: by the nodes' degree, or by the reads of the first batches.
@@ -210,23 +210,30 @@ class RemoteFeatureCache:
     # -- reading -------------------------------------------------------------------------------------
     def read(self, ids) -> torch.Tensor:
         """The feature rows of ``ids`` on the cache's device (same values and dtype as
-        ``g.ndata[name][ids]``)."""
+        ``g.ndata[name][ids]``).
+
+        Raises:
+            IndexError: an ID outside the feature's rows.
+        """
         ids = as_id_array(ids, "ids")
+        check_id_range(ids, self._num_rows, f"ids of feature {self.name!r}")
         table = self._table
         slots = table.slots_of(ids) if table is not None else np.full(ids.size, -1, dtype=np.int32)
         hit = slots >= 0
         remote = (ids < self._local[0]) | (ids >= self._local[1])
         self._count(ids, hit, remote)
         if table is not None and hit.all():
-            return table.rows[self._index(slots)]
+            return table.rows.index_select(0, self._index(slots))
         miss = ~hit
         pulled = dtypes.to_torch(self._tensor.pull_storage(ids[miss]), self._dtype)
         pulled = host_to_device(pulled, self.device)
         if not hit.any():
             return pulled
         out = torch.empty((ids.size, *self._row_shape), dtype=table.rows.dtype, device=self.device)
-        out[self._index(np.flatnonzero(hit))] = table.rows[self._index(slots[hit])]
-        out[self._index(np.flatnonzero(miss))] = pulled
+        out.index_copy_(
+            0, self._index(np.flatnonzero(hit)), table.rows.index_select(0, self._index(slots[hit]))
+        )
+        out.index_copy_(0, self._index(np.flatnonzero(miss)), pulled)
         return out
 
     def _index(self, positions: np.ndarray) -> torch.Tensor:

@@ -7,10 +7,13 @@ import numpy as np
 import pytest
 import torch
 
+from graphstore.client.context import set_context
 from graphstore.client.dataloader import DistNodeDataLoader, RemoteFeatureCache
+from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler
 from tests.client.conftest import LOADER_GRAPH_FEAT_DIM as FEAT_DIM
 from tests.client.conftest import LOADER_GRAPH_NODES as NUM_NODES
+from tests.utils.graphs import make_partitioned_graph
 
 
 def local_range(g) -> tuple[int, int]:
@@ -137,3 +140,27 @@ def test_loader_reports_its_caches_counters(standalone_graph):
     stats = loader.cache_stats(reset=True)["feat"]
     assert stats.lookups == rows and 0 < stats.hits < stats.remote_lookups
     assert loader.cache_stats()["feat"].lookups == 0
+
+
+def test_ids_outside_the_rows_are_refused(standalone_graph):
+    g, _ = standalone_graph
+    cache = RemoteFeatureCache(g, "feat", 0.2)
+    for bad in ([NUM_NODES], [-1]):
+        with pytest.raises(IndexError, match=str(bad[0])):
+            cache.read(np.array(bad))
+
+
+@pytest.mark.parametrize("feat_dtype", ["float16", "bfloat16"])
+def test_half_precision_rows_keep_their_dtype(tmp_path, feat_dtype):
+    config, _ = make_partitioned_graph(tmp_path, num_nodes=300, num_parts=2, feat_dtype=feat_dtype)
+    g = DistGraph("testgraph", part_config=config)
+    try:
+        cache = RemoteFeatureCache(g, "feat", 0.5)
+        assert cache.stats().cached_bytes == cache.node_ids.size * g.ndata["feat"].shape[1] * 2
+        ids = torch.from_numpy(np.random.default_rng(2).integers(0, 300, 500))
+        rows = cache.read(ids)
+        assert rows.dtype == getattr(torch, feat_dtype)
+        assert 0 < cache.stats().hits < ids.numel()
+        assert torch.equal(rows, g.ndata["feat"][ids])
+    finally:
+        set_context(None).close()
