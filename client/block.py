@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.device import pin_host_tensor
 from graphstore.client.graph_ops import GraphOps, Relation
 from graphstore.ids import as_id_array, check_id_range
 
@@ -288,10 +289,15 @@ class Block(GraphOps):
     def to(self, device, non_blocking: bool = False) -> Block:
         """A copy of the block (structure and every data tensor) on ``device``."""
         device = torch.device(device)
+        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=non_blocking))
 
-        def move(tensor):
-            return tensor.to(device, non_blocking=non_blocking)
+    def pin_memory(self) -> Block:
+        """A copy of the block whose host tensors are in pinned (page-locked) memory, for non-blocking
+        copies to a GPU (needs CUDA); tensors already pinned or on a GPU are shared."""
+        return self._map_tensors(pin_host_tensor)
 
+    def _map_tensors(self, move) -> Block:
+        """A copy of the block with ``move`` applied to its structure and every data tensor."""
         out = Block.__new__(Block)
         out._src, out._dst = move(self._src), move(self._dst)
         out._num_src, out._num_dst = self._num_src, self._num_dst

@@ -2,7 +2,9 @@
 
 A batch (IDs, blocks or pair graphs with their data, features, labels; typed batches are dicts per node
 type) is produced on the CPU, possibly with some tensors already on the target GPU (rows a GPU feature
-cache gathered there). :class:`BatchTransfer` then moves every tensor of it to the loader's device:
+cache gathered there). :class:`BatchTransfer` then moves every tensor of it to the loader's device
+(tensors already there stay as they are; blocks and pair graphs move by their own ``pin_memory()`` and
+``to()``, which keep the frames their views share):
 
 - host tensors are staged in pinned (page-locked) memory and copied with ``non_blocking=True``; pinned
   staging is on by default when the target is a GPU (``pin_memory=``);
@@ -26,7 +28,7 @@ from typing import Any
 
 import torch
 
-from graphstore.client.device import bound_device, cuda_device
+from graphstore.client.device import bound_device, cuda_device, pin_host_tensor
 
 _SUPPORTED_TYPES = ("cpu", "cuda")
 
@@ -67,45 +69,49 @@ def _is_graph_object(obj: Any) -> bool:
     return callable(getattr(obj, "to", None))
 
 
-def map_tensors(obj: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> Any:
-    """A copy of ``obj`` with ``fn`` applied to each of its tensors.
+def map_batch(
+    obj: Any, tensor_fn: Callable[[torch.Tensor], torch.Tensor], graph_fn: Callable[[Any], Any]
+) -> Any:
+    """A copy of ``obj`` with ``tensor_fn`` applied to each tensor and ``graph_fn`` to each graph object.
 
-    Walks tensors, lists, tuples (named tuples too), dicts (subclasses keep their type) and graph
-    objects (anything with a ``to`` method: their attributes are walked on a shallow copy); other
-    values are kept as they are.
+    Walks tensors, lists, tuples (named tuples too) and dicts (subclasses keep their type). A graph
+    object (anything with a ``to`` method: blocks, pair graphs) is handed to ``graph_fn`` whole, since
+    only the object knows how its frames and views share tensors. Other values are kept as they are.
     """
     if isinstance(obj, torch.Tensor):
-        return fn(obj)
+        return tensor_fn(obj)
     if isinstance(obj, dict):
         out = copy.copy(obj)
         for key, value in obj.items():
-            out[key] = map_tensors(value, fn)
+            out[key] = map_batch(value, tensor_fn, graph_fn)
         return out
     if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-        return type(obj)(*(map_tensors(value, fn) for value in obj))
+        return type(obj)(*(map_batch(value, tensor_fn, graph_fn) for value in obj))
     if isinstance(obj, (list, tuple)):
-        return type(obj)(map_tensors(value, fn) for value in obj)
+        return type(obj)(map_batch(value, tensor_fn, graph_fn) for value in obj)
     if _is_graph_object(obj):
-        out = copy.copy(obj)
-        for name, value in vars(obj).items():
-            setattr(out, name, map_tensors(value, fn))
-        return out
+        return graph_fn(obj)
     return obj
 
 
 def iter_tensors(obj: Any) -> Iterator[torch.Tensor]:
-    """Every tensor of ``obj``, walked as :func:`map_tensors` walks it."""
-    if isinstance(obj, torch.Tensor):
-        yield obj
-    elif isinstance(obj, dict):
-        for value in obj.values():
-            yield from iter_tensors(value)
-    elif isinstance(obj, (list, tuple)):
-        for value in obj:
-            yield from iter_tensors(value)
-    elif _is_graph_object(obj):
-        for value in vars(obj).values():
-            yield from iter_tensors(value)
+    """Every tensor reachable from ``obj`` (read only): through lists, tuples, dicts and the attributes of
+    graph objects, each tensor once."""
+    seen: set[int] = set()
+    stack = [obj]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, torch.Tensor):
+            yield item
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif _is_graph_object(item):
+            stack.extend(vars(item).values())
 
 
 def host_to_device(tensor: torch.Tensor, device: torch.device, pin_memory: bool = True) -> torch.Tensor:
@@ -120,15 +126,11 @@ def host_to_device(tensor: torch.Tensor, device: torch.device, pin_memory: bool 
     if tensor.device == device:
         return tensor
     if device.type == "cuda" and tensor.device.type == "cpu":
-        if pin_memory and not tensor.is_pinned():
+        if pin_memory:
             with torch.cuda.device(device):
-                tensor = tensor.pin_memory()
+                tensor = pin_host_tensor(tensor)
         return tensor.to(device, non_blocking=True)
     return tensor.to(device)
-
-
-def _pin(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor if tensor.device.type != "cpu" or tensor.is_pinned() else tensor.pin_memory()
 
 
 @dataclass
@@ -170,12 +172,38 @@ class BatchTransfer:
         self._stream = torch.cuda.Stream(device=self.device) if is_cuda else None
 
     def move(self, batch: Any) -> Any:
-        """``batch`` with every tensor on the target device (pinned first when pinning; with a CPU
-        target and pinning, its host tensors pinned)."""
-        if self.device.type == "cpu" and self.pin_memory:
-            with torch.cuda.device(self._gpu):
-                return map_tensors(batch, _pin)
-        return map_tensors(batch, lambda t: host_to_device(t, self.device, self.pin_memory))
+        """``batch`` with every tensor on the target device (host tensors pinned first when pinning).
+
+        Tensors already in place are kept (no copy). Blocks and pair graphs are moved by their own
+        ``pin_memory()`` and ``to(device, non_blocking=True)``.
+        """
+        if self._gpu is None:
+            return map_batch(batch, self._place_tensor, self._place_graph)
+        with torch.cuda.device(self._gpu):
+            return map_batch(batch, self._place_tensor, self._place_graph)
+
+    def _in_place(self, tensor: torch.Tensor) -> bool:
+        pinned = not (self.pin_memory and self.device.type == "cpu") or tensor.is_pinned()
+        return tensor.device == self.device and pinned
+
+    def _place_tensor(self, tensor: torch.Tensor) -> torch.Tensor:
+        if self.device.type != "cpu":
+            return host_to_device(tensor, self.device, self.pin_memory)
+        tensor = tensor.cpu()
+        return pin_host_tensor(tensor) if self.pin_memory else tensor
+
+    def _place_graph(self, graph: Any) -> Any:
+        tensors = list(iter_tensors(graph))
+        if all(self._in_place(t) for t in tensors):
+            return graph
+        unpinned = any(t.device.type == "cpu" and not t.is_pinned() for t in tensors)
+        if self.pin_memory and unpinned and callable(getattr(graph, "pin_memory", None)):
+            graph = graph.pin_memory()
+        if self.device.type == "cpu":
+            return (
+                graph if all(t.device.type == "cpu" for t in iter_tensors(graph)) else graph.to(self.device)
+            )
+        return graph.to(self.device, non_blocking=True)
 
     def producing(self) -> contextlib.AbstractContextManager:
         """The context a batch is produced and moved in: the side stream of a GPU target (also the

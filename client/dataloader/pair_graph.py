@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.device import pin_host_tensor
 from graphstore.client.graph_ops import GraphOps, Relation
 
 
@@ -69,11 +70,17 @@ class PairGraph(GraphOps):
 
     def to(self, device, non_blocking: bool = False) -> PairGraph:
         """A copy on ``device``."""
+        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self) -> PairGraph:
+        """A copy whose host tensors are in pinned (page-locked) memory (needs CUDA)."""
+        return self._map_tensors(pin_host_tensor)
+
+    def _map_tensors(self, move) -> PairGraph:
         out = PairGraph.__new__(PairGraph)
-        out._src = self._src.to(device, non_blocking=non_blocking)
-        out._dst = self._dst.to(device, non_blocking=non_blocking)
-        out.ndata = {k: v.to(device, non_blocking=non_blocking) for k, v in self.ndata.items()}
-        out.edata = {k: v.to(device, non_blocking=non_blocking) for k, v in self.edata.items()}
+        out._src, out._dst = move(self._src), move(self._dst)
+        out.ndata = {k: move(v) for k, v in self.ndata.items()}
+        out.edata = {k: move(v) for k, v in self.edata.items()}
         return out
 
     def __repr__(self) -> str:

@@ -18,7 +18,7 @@ from graphstore.client.dataloader.device_transfer import (
     BatchTransfer,
     StagedBatch,
     iter_tensors,
-    map_tensors,
+    map_batch,
     resolve_device,
 )
 from graphstore.client.dataloader.prefetch import PrefetchIterator
@@ -105,6 +105,7 @@ def test_move_puts_every_tensor_of_a_batch_on_the_device():
     tensors = list(iter_tensors(moved))
     # block: src, dst, NID (src and dst), EID, feat, label, in-degrees; pair: src, dst, NID, EID
     assert len(tensors) == 1 + 2 * 8 + 4 + 2 + 1
+    assert moved[1][0] is not moved[1][1]  # one block listed twice, moved for each place
     assert all(t.device == META for t in tensors)
     assert isinstance(moved[1][0], Block) and moved[1][0].device == META
     assert moved[1][0].num_src_nodes() == 3 and moved[2].num_nodes() == 2
@@ -114,16 +115,45 @@ def test_move_puts_every_tensor_of_a_batch_on_the_device():
     assert block.srcdata["feat"].device.type == "cpu"
 
 
-def test_map_tensors_keeps_container_types():
+class SharedFrames:
+    """A graph object whose view aliases one of its frames (as a typed block's ``srcdata`` does)."""
+
+    def __init__(self, frame: dict):
+        self.frames = {"paper": frame}
+        self.view = frame
+
+    def to(self, device, non_blocking=False):
+        return SharedFrames(
+            {k: v.to(device, non_blocking=non_blocking) for k, v in self.frames["paper"].items()}
+        )
+
+
+def test_map_batch_keeps_container_types_and_hands_graphs_over_whole():
     class Frame(dict):
         pass
 
     frame = Frame(h=torch.ones(2))
-    out = map_tensors({"f": frame, "t": (torch.ones(1),), "l": [torch.ones(1)]}, lambda t: t * 2)
+    graphs = []
+    out = map_batch(
+        {"f": frame, "t": (torch.ones(1),), "l": [torch.ones(1), SharedFrames({"x": torch.ones(1)})]},
+        lambda t: t * 2,
+        lambda g: graphs.append(g) or "graph",
+    )
     assert type(out["f"]) is Frame and type(out["t"]) is tuple and type(out["l"]) is list
     assert out["f"]["h"].tolist() == [2.0, 2.0] and frame["h"].tolist() == [1.0, 1.0]
+    assert out["l"][1] == "graph" and isinstance(graphs[0], SharedFrames)
     module = torch.nn.Linear(2, 2)
-    assert map_tensors(module, lambda t: t * 0) is module
+    assert map_batch(module, lambda t: t * 0, lambda g: None) is module
+
+
+def test_a_graph_object_moves_with_its_own_to():
+    """The frames a graph's views share stay shared after the move (a generic copy would split them)."""
+    moved = BatchTransfer(META, pin_memory=False).move([SharedFrames({"x": torch.ones(2)})])[0]
+    assert moved.view is moved.frames["paper"] and moved.view["x"].device == META
+    moved.view["y"] = torch.zeros(1)
+    assert "y" in moved.frames["paper"]
+    # each tensor once, even when reached twice
+    assert len(list(iter_tensors(moved))) == 2
 
 
 def test_cpu_transfer_stages_and_delivers_the_batch_as_is():
@@ -133,7 +163,8 @@ def test_cpu_transfer_stages_and_delivers_the_batch_as_is():
         staged = transfer.stage(batch)
     assert isinstance(staged, StagedBatch) and staged.ready is None
     delivered = transfer.deliver(staged)
-    assert delivered[0].data_ptr() == batch[0].data_ptr()  # nothing copied on the CPU
+    assert delivered[1] is batch[1]  # nothing copied on the CPU
+    assert delivered[0].data_ptr() == batch[0].data_ptr()
     assert delivered[1].srcdata["feat"].data_ptr() == batch[1].srcdata["feat"].data_ptr()
 
 

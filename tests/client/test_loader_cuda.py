@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, RemoteFeatureCache
+from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, PairGraph, RemoteFeatureCache
 from graphstore.client.dataloader.device_transfer import BatchTransfer, host_to_device, iter_tensors
 from graphstore.client.samplers import NeighborSampler, Uniform
 from tests.client.conftest import LOADER_GRAPH_NODES
+from tests.client.test_device_transfer import a_block
 
 pytestmark = [
     pytest.mark.gpu,
@@ -30,6 +31,13 @@ def test_pinned_staging_and_non_blocking_copies():
     assert all(t.is_pinned() and t.device.type == "cpu" for t in iter_tensors(pinned))
     assert torch.equal(pinned[0], host)
     assert BatchTransfer(GPU).pin_memory is True
+    block = a_block()
+    pinned_block = block.pin_memory()
+    assert (
+        all(t.is_pinned() for t in iter_tensors(pinned_block)) and block.srcdata["feat"].is_pinned() is False
+    )
+    pair = PairGraph(torch.tensor([0]), torch.tensor([1]), torch.tensor([3, 4])).pin_memory()
+    assert all(t.is_pinned() for t in iter_tensors(pair))
 
 
 def test_staged_batch_is_ready_on_the_consumers_stream():
