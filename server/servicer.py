@@ -301,6 +301,9 @@ class PartitionServicer:
             request.replace,
             list(request.probs) if request.probs else (request.prob or None),
             request.random_seed if request.has_random_seed else None,
+            codec.read_ids(request.exclude_eids, "exclude_eids")
+            if request.HasField("exclude_eids")
+            else None,
         )
         return self._edges(src, dst, eid)
 
