@@ -5,13 +5,14 @@ Names follow DGL's ``dgl.distributed`` so that a ported script changes only its 
 
 from graphstore.client import checkpoint, optim
 from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
-from graphstore.client.block import Block, SampledSubgraph, to_block
+from graphstore.client.block import Block, to_block
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import get_context
 from graphstore.client.dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
+from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
 from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler

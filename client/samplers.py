@@ -108,9 +108,7 @@ class NeighborSampler:
             )
             if self.edge_dir == "out":
                 # Messages flow towards the seeds: reverse the out-edges.
-                frontier = type(frontier)(
-                    frontier._dst_np, frontier._src_np, frontier._eid_np, frontier.num_nodes()
-                )
+                frontier = frontier.reversed()
             block = to_block(frontier, seeds)
             seeds = block.srcdata[NID]
             blocks.insert(0, block)

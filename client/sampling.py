@@ -3,8 +3,9 @@
 Seeds are routed to the partitions that own them (a range look-up in the partition book). The
 co-located partition, when the client has one, is sampled in-process from its memory-mapped
 structure (``ctx.local_reader(part)``); every other partition is asked over RPC. All partitions
-are asked at once (``ctx.run_parallel``) and their edges concatenated into one
-:class:`~graphstore.client.block.SampledSubgraph` in global IDs.
+are asked at once (``ctx.run_parallel``), one request each for every edge type, and their edges make
+one :class:`~graphstore.client.frontier.SampledSubgraph`: on a typed graph, the partitions answer in
+homogeneous IDs and the edges are grouped by edge type in per-type IDs (:mod:`.per_type`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,14 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from graphstore.client.block import SampledSubgraph
+from graphstore.client.frontier import SampledSubgraph
+from graphstore.client.per_type import (
+    etype_fanouts,
+    etype_probs,
+    homo_edge_ids,
+    homo_node_ids,
+    split_by_etype,
+)
 from graphstore.ids import as_id_array, check_id_range
 
 EDGE_DIRS = ("in", "out")
@@ -34,24 +42,23 @@ def _reader(ctx, part_id: int):
     return local if local is not None else ctx.partition(part_id)
 
 
-def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_seed):
+def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_seed, exclude):
     """A no-argument call sampling ``seeds`` on ``part_id`` (in-process when co-located)."""
     local = ctx.local_reader(part_id)
+    args = (seeds, fanout, edge_dir, replace, prob, random_seed, exclude)
     if local is None:
         remote = ctx.partition(part_id)
-        return lambda: remote.sample_neighbors(seeds, fanout, edge_dir, replace, prob, random_seed)
+        return lambda: remote.sample_neighbors(*args)
 
     def call():
         try:
-            return local.sample_neighbors(seeds, fanout, edge_dir, replace, prob, random_seed)
+            return local.sample_neighbors(*args)
         except KeyError:
             if prob is None:
                 raise
             # The weights are a run-time tensor, held by the server only (the local view has the
             # partition files' data): ask the server.
-            return ctx.partition(part_id).sample_neighbors(
-                seeds, fanout, edge_dir, replace, prob, random_seed
-            )
+            return ctx.partition(part_id).sample_neighbors(*args)
 
     return call
 
@@ -64,69 +71,88 @@ def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
 def sample_neighbors(
     g,
     nodes,
-    fanout: int,
+    fanout,
     edge_dir: str = "in",
-    prob: str | None = None,
+    prob=None,
     exclude_edges=None,
     replace: bool = False,
     random_seed: int | None = None,
 ) -> SampledSubgraph:
-    """Sample up to ``fanout`` neighbors of each node of ``nodes``.
+    """Sample up to ``fanout`` neighbors of each node of ``nodes``, per edge type.
 
     With ``edge_dir='in'`` the sampled edges are in-edges of the seeds (``dst`` in ``nodes``), with
-    ``'out'`` out-edges (``src`` in ``nodes``). Without replacement a seed gets ``min(degree, fanout)``
-    distinct edges; with replacement exactly ``fanout`` (none for a seed without edges); ``fanout=-1``
-    takes every edge.
+    ``'out'`` out-edges (``src`` in ``nodes``). Per edge type, without replacement a seed gets
+    ``min(degree, fanout)`` distinct edges; with replacement exactly ``fanout`` (none for a seed without
+    edges); ``fanout=-1`` takes every edge, 0 none. Every partition is asked once for all edge types.
 
     Args:
         g: the DistGraph.
-        nodes: seed node IDs (tensor, numpy array or list of global IDs).
-        fanout: edges per seed, or -1 for all.
+        nodes: seed node IDs: ``{ntype: per-type IDs}`` on a typed graph; a tensor, numpy array or list
+            of IDs on a graph with one node type.
+        fanout: edges per seed and edge type: an int for every type, or ``{etype: int}`` naming every
+            edge type of the graph (a canonical triple, ``"src:etype:dst"`` or an unambiguous name).
         edge_dir: ``'in'`` or ``'out'``.
-        prob: name of an edge feature (non-negative weights) to sample proportionally to; edges of
-            weight 0 are never drawn.
-        exclude_edges: global edge IDs to drop from the result (filtered after sampling, so a seed
-            may get fewer than ``fanout`` edges).
+        prob: edge weights to sample in proportion to (zero-weight edges are never drawn): the name of
+            an edge feature that every sampled edge type has, or ``{etype: name}`` (types left out, or
+            None, sample uniformly). ``edge_dir='in'`` only.
+        exclude_edges: edges never sampled (``{etype: per-type IDs}``, or IDs on a graph with one edge
+            type). They are left out before drawing, so a seed still gets ``fanout`` edges of its others.
         replace: sample with replacement.
-        random_seed: makes the sample reproducible.
+        random_seed: makes the sample reproducible (in-process and over RPC alike).
 
     Returns:
-        A :class:`SampledSubgraph` with the sampled edges in global IDs (``edata[EID]``).
+        A :class:`SampledSubgraph` (frontier): per canonical edge type the sampled edges in per-type
+        node IDs, with their per-type edge IDs in ``edata[EID]``.
 
     Raises:
-        ValueError: bad ``fanout`` / ``edge_dir``; errors from the servers (unknown ``prob`` feature:
-            KeyError) propagate.
-        IndexError: a seed outside the graph.
+        ValueError: bad ``fanout`` / ``edge_dir``, a fanout dict that leaves edge types out, or plain IDs
+            on a graph with several node types; errors from the servers propagate.
+        KeyError: an unknown node or edge type, or ``prob`` missing on a sampled edge type.
+        IndexError: a seed outside its type.
     """
     if edge_dir not in EDGE_DIRS:
         raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-    fanout = int(fanout)
-    if fanout < -1:
-        raise ValueError(f"fanout must be -1 (all neighbors) or >= 0, got {fanout}")
     ctx = graph_context(g)
-    num_nodes = int(ctx.book.num_nodes())
-    seeds = as_id_array(nodes, "nodes")
-    check_id_range(seeds, num_nodes, "nodes")
-    if fanout == 0 or seeds.size == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return SampledSubgraph(empty, empty, empty, num_nodes)
-
-    calls = [
-        _sample_call(
-            ctx, part_id, part_seeds, fanout, edge_dir, replace, prob, _derive_seed(random_seed, part_id)
+    book = ctx.book
+    schema = book.schema
+    fanouts = etype_fanouts(schema, fanout)
+    probs = etype_probs(ctx, prob, fanouts)
+    seeds = homo_node_ids(book, nodes)
+    excluded = None if exclude_edges is None else homo_edge_ids(book, exclude_edges)
+    if excluded is not None and excluded.size == 0:
+        excluded = None
+    wire_fanout = fanouts[0] if len(fanouts) == 1 else fanouts
+    calls = []
+    if seeds.size and any(fanouts):
+        # An in-edge is stored (and so excluded) by its destination's partition only.
+        exclude_of = (
+            {part: ids for part, _, ids in ctx.route(excluded, "edge")}
+            if excluded is not None and edge_dir == "in"
+            else None
         )
-        for part_id, _, part_seeds in ctx.route(seeds, "node")
-    ]
-    results = ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
-    src = np.concatenate([r[0] for r in results])
-    dst = np.concatenate([r[1] for r in results])
-    eid = np.concatenate([r[2] for r in results])
-    frontier = SampledSubgraph(src, dst, eid, num_nodes)
-    if exclude_edges is not None:
-        excluded = as_id_array(exclude_edges, "exclude_edges")
-        if excluded.size:
-            frontier = frontier.filter_edges(~np.isin(eid, excluded))
-    return frontier
+        for part_id, _, part_seeds in ctx.route(seeds, "node"):
+            part_excluded = excluded if exclude_of is None else exclude_of.get(part_id)
+            seed = _derive_seed(random_seed, part_id)
+            calls.append(
+                _sample_call(
+                    ctx, part_id, part_seeds, wire_fanout, edge_dir, replace, probs, seed, part_excluded
+                )
+            )
+    results = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+    return _frontier(book, results)
+
+
+def _frontier(book, results) -> SampledSubgraph:
+    """The frontier of the partitions' homogeneous ``(src, dst, eid)`` answers."""
+    empty = np.empty(0, dtype=np.int64)
+    src = np.concatenate([r[0] for r in results]) if results else empty
+    dst = np.concatenate([r[1] for r in results]) if results else empty
+    eid = np.concatenate([r[2] for r in results]) if results else empty
+    schema = book.schema
+    if len(schema.ntypes) == 1 and len(schema.canonical_etypes) == 1:
+        return SampledSubgraph(src, dst, eid, book.num_nodes())
+    num_nodes = {ntype: book.num_nodes(ntype) for ntype in schema.ntypes}
+    return SampledSubgraph.from_types(schema, split_by_etype(book, src, dst, eid), num_nodes)
 
 
 def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
@@ -158,26 +184,16 @@ def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def in_subgraph(g, nodes) -> SampledSubgraph:
-    """Every in-edge of ``nodes``, as a :class:`SampledSubgraph` in global IDs.
+    """Every in-edge of ``nodes`` (``{ntype: IDs}`` on a typed graph), as a :class:`SampledSubgraph`.
 
     Raises:
-        IndexError: a node outside the graph.
+        IndexError: a node outside its type. KeyError: an unknown node type.
     """
     ctx = graph_context(g)
-    num_nodes = int(ctx.book.num_nodes())
-    seeds = as_id_array(nodes, "nodes")
-    check_id_range(seeds, num_nodes, "nodes")
+    seeds = homo_node_ids(ctx.book, nodes)
     calls = [
         lambda r=_reader(ctx, part_id), s=part_seeds: r.in_subgraph(s)
         for part_id, _, part_seeds in ctx.route(seeds, "node")
     ]
-    if not calls:
-        empty = np.empty(0, dtype=np.int64)
-        return SampledSubgraph(empty, empty, empty, num_nodes)
-    results = ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
-    return SampledSubgraph(
-        np.concatenate([r[0] for r in results]),
-        np.concatenate([r[1] for r in results]),
-        np.concatenate([r[2] for r in results]),
-        num_nodes,
-    )
+    results = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+    return _frontier(ctx.book, results)

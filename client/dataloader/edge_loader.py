@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
-from graphstore.client.block import compact_ids
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
 from graphstore.client.dataloader.loader_base import as_item_ids
 from graphstore.client.dataloader.pair_graph import PairGraph
+from graphstore.client.local_ids import compact_ids
 from graphstore.client.samplers import Uniform
 from graphstore.client.sampling import find_edges, graph_context
 from graphstore.ids import as_id_array
