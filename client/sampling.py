@@ -10,6 +10,8 @@ homogeneous IDs and the edges are grouped by edge type in per-type IDs (:mod:`.p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import torch
 
@@ -21,7 +23,7 @@ from graphstore.client.per_type import (
     homo_node_ids,
     split_by_etype,
 )
-from graphstore.ids import as_id_array, check_id_range
+from graphstore.ids import as_id_array
 
 EDGE_DIRS = ("in", "out")
 
@@ -155,22 +157,24 @@ def _frontier(book, results) -> SampledSubgraph:
     return SampledSubgraph.from_types(schema, split_by_etype(book, src, dst, eid), num_nodes)
 
 
-def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
+def find_edges(g, edge_ids):
     """Source and destination nodes of edges, in the order given.
 
     Args:
         g: the DistGraph.
-        edge_ids: global edge IDs (may repeat).
+        edge_ids: edge IDs (may repeat); or ``{etype: per-type IDs}`` on a typed graph (all types in one
+            request per partition).
 
     Returns:
-        ``(src, dst)`` int64 tensors.
+        ``(src, dst)`` int64 tensors; for dict ``edge_ids``, ``{canonical etype: (src, dst)}`` in per-type
+        node IDs.
 
     Raises:
-        IndexError: an edge ID outside the graph.
+        IndexError: an edge ID outside the graph (its type). KeyError: an unknown edge type.
     """
     ctx = graph_context(g)
-    eids = as_id_array(edge_ids, "edge_ids")
-    check_id_range(eids, int(ctx.book.num_edges()), "edge_ids")
+    book = ctx.book
+    eids = homo_edge_ids(book, edge_ids, "edge_ids")
     src = np.empty(eids.size, dtype=np.int64)
     dst = np.empty(eids.size, dtype=np.int64)
     routes = ctx.route(eids, "edge")
@@ -180,7 +184,19 @@ def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
         for (_, positions, _), (part_src, part_dst) in zip(routes, results, strict=True):
             src[positions] = part_src
             dst[positions] = part_dst
-    return torch.from_numpy(src), torch.from_numpy(dst)
+    if not isinstance(edge_ids, Mapping):
+        return torch.from_numpy(src), torch.from_numpy(dst)
+    _, src = book.map_to_per_ntype(src)
+    _, dst = book.map_to_per_ntype(dst)
+    out, start = {}, 0
+    for etype, ids in edge_ids.items():
+        count = as_id_array(ids, "edge_ids").size
+        out[book.schema.to_canonical_etype(etype)] = (
+            torch.from_numpy(src[start : start + count]),
+            torch.from_numpy(dst[start : start + count]),
+        )
+        start += count
+    return out
 
 
 def in_subgraph(g, nodes) -> SampledSubgraph:
