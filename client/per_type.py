@@ -12,7 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from graphstore.ids import as_id_array, check_id_range
-from graphstore.types import CanonicalEtype, GraphSchema, etype_key, typed_tensor_name
+from graphstore.types import CanonicalEtype, GraphSchema, etype_key
 
 
 def _canonical_keys(schema: GraphSchema, keys, what: str) -> list[CanonicalEtype]:
@@ -128,11 +128,11 @@ def etype_fanouts(schema: GraphSchema, fanout) -> list[int]:
     return out
 
 
-def etype_probs(ctx, prob, fanouts: list[int]) -> str | list[str | None] | None:
+def etype_probs(g, prob, fanouts: list[int]) -> str | list[str | None] | None:
     """The weight tensor the partitions sample each edge type by.
 
     Args:
-        ctx: the client context (its tensor schemes tell which types have the feature).
+        g: the DistGraph (its edge data views give each type's weight tensor).
         prob: None (uniform), an edge feature name every sampled type must have, or ``{etype: name}``
             (a type left out, or None, samples uniformly).
         fanouts: per canonical type (a type with fanout 0 needs no weights).
@@ -143,7 +143,7 @@ def etype_probs(ctx, prob, fanouts: list[int]) -> str | list[str | None] | None:
     Raises:
         KeyError: ``prob`` is missing on sampled edge types (listed), or a dict names an unknown type.
     """
-    schema = ctx.book.schema
+    schema = g.get_partition_book().schema
     if prob is None or (len(schema.canonical_etypes) == 1 and isinstance(prob, str)):
         return prob
     if isinstance(prob, Mapping):
@@ -160,10 +160,10 @@ def etype_probs(ctx, prob, fanouts: list[int]) -> str | list[str | None] | None:
         if name is None or fanout == 0:
             out.append(None)
             continue
-        tensor = typed_tensor_name(etype_key(canonical), name)
-        if ctx.tensor_scheme(tensor) is None:
+        try:
+            out.append(g.edges[canonical].data[name].name)
+        except KeyError:
             missing.append(etype_key(canonical))
-        out.append(tensor)
     if missing:
         raise KeyError(
             f"prob {prob!r}: edge types {missing} have no such edge data; every sampled edge type needs "

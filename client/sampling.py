@@ -118,7 +118,7 @@ def sample_neighbors(
     book = ctx.book
     schema = book.schema
     fanouts = etype_fanouts(schema, fanout)
-    probs = etype_probs(ctx, prob, fanouts)
+    probs = etype_probs(g, prob, fanouts)
     seeds = homo_node_ids(book, nodes)
     excluded = None if exclude_edges is None else homo_edge_ids(book, exclude_edges)
     if excluded is not None and excluded.size == 0:
