@@ -51,7 +51,7 @@ def test_node_loader_covers_each_training_node_once_with_typed_blocks(g, typed_f
         load_labels={"paper": "label"},
     )
     assert len(loader) == -(-(train.numel() + authors.numel()) // 16)
-    for epoch in range(2):
+    for _epoch in range(2):
         seen = {"paper": [], "author": []}
         for input_nodes, output_nodes, blocks in loader:
             assert set(output_nodes) == {"paper", "author"} and set(input_nodes) == set(NUM_NODES)
