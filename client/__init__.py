@@ -13,9 +13,16 @@ from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.frontier import SampledSubgraph
+from graphstore.client.hetero_embedding import DistHeteroEmbedding
+from graphstore.client.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
 from graphstore.client.optim import SparseAdagrad, SparseAdam
-from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler
+from graphstore.client.rel_graph_conv import RelGraphConv, TypedLinear
+from graphstore.client.samplers import (
+    MultiLayerFullNeighborSampler,
+    MultiLayerNeighborSampler,
+    NeighborSampler,
+)
 from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
 from graphstore.client.split import edge_split, node_split
 from graphstore.config import ClusterConfig, load_cluster_config
@@ -27,12 +34,16 @@ __all__ = [
     "DistNodeDataLoader",
     "GATConv",
     "GraphSAGE",
+    "HeteroGraphConv",
     "MultiLayerFullNeighborSampler",
+    "MultiLayerNeighborSampler",
     "NeighborSampler",
+    "RelGraphConv",
     "SAGEConv",
     "SampledSubgraph",
     "SparseAdagrad",
     "SparseAdam",
+    "TypedLinear",
     "checkpoint",
     "find_edges",
     "in_subgraph",
@@ -43,6 +54,7 @@ __all__ = [
     "NID",
     "ClusterConfig",
     "DistEmbedding",
+    "DistHeteroEmbedding",
     "DistGraph",
     "DistTensor",
     "edge_split",
