@@ -1,5 +1,6 @@
 """Trainer set-up that needs no cluster: the standalone fallbacks of the collectives, the device and
-thread settings, and the error for a run with neither servers nor a partition config."""
+thread settings, the error for a run with neither servers nor a partition config, and the one-line end
+of a script whose server is lost."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ from graphstore.client.training import (
     open_graph,
     rank_and_world,
     resolve_device,
+    run_main,
     set_threads,
 )
+from graphstore.errors import ServerUnavailableError
 
 CPU = torch.device("cpu")
 
@@ -70,3 +73,15 @@ def test_mixed_precision_settings():
         autocast_context(CPU, "fp8")
     assert make_grad_scaler(CPU, "fp16").is_enabled()
     assert not make_grad_scaler(CPU, "bf16").is_enabled()
+
+
+def test_a_lost_server_ends_the_script_with_one_line_naming_it(capsys):
+    def main() -> int:
+        raise ServerUnavailableError("127.0.0.1:50062", "UNAVAILABLE", "SampleNeighbors: Socket closed\nmore")
+
+    assert run_main(main, "train_rgcn.py") == 1
+    err = capsys.readouterr().err
+    assert (
+        err == "train_rgcn.py: stopped: server 127.0.0.1:50062: UNAVAILABLE: SampleNeighbors: Socket closed\n"
+    )
+    assert run_main(lambda: 0, "train_rgcn.py") == 0
