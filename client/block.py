@@ -24,7 +24,7 @@ import torch
 
 from graphstore.client.constants import EID, NID
 from graphstore.client.frontier import SampledSubgraph, as_tensor
-from graphstore.client.local_ids import compact_by_type
+from graphstore.client.local_ids import compact_by_type, compact_ids
 from graphstore.client.relation_graph import RelationGraph
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
 from graphstore.ids import as_id_array, check_id_range
@@ -313,11 +313,15 @@ def to_block(frontier: SampledSubgraph, dst_nodes=None, include_dst_in_src: bool
         }
     else:
         heads = _dst_heads(frontier, dst_nodes)
-    arrays = []
-    for canonical in canonical_etypes:
-        src, dst, _ = frontier.arrays(canonical)
-        arrays += [(canonical[0], src), (canonical[2], dst)]
-    unique_ids, local = compact_by_type(heads, arrays, {t: frontier.num_nodes(t) for t in ntypes})
+    homogeneous = frontier.homogeneous_ids()
+    if homogeneous is None:
+        arrays = []
+        for canonical in canonical_etypes:
+            src, dst, _ = frontier.arrays(canonical)
+            arrays += [(canonical[0], src), (canonical[2], dst)]
+        unique_ids, local = compact_by_type(heads, arrays, {t: frontier.num_nodes(t) for t in ntypes})
+    else:
+        unique_ids, local = _relabel_homogeneous(*homogeneous, heads, ntypes)
     edges = {}
     for index, canonical in enumerate(canonical_etypes):
         local_src, local_dst = local[2 * index], local[2 * index + 1]
@@ -338,6 +342,29 @@ def to_block(frontier: SampledSubgraph, dst_nodes=None, include_dst_in_src: bool
         {t: int(heads[t].size) if t in heads else 0 for t in ntypes},
         {c: frontier.edges(form="eid", etype=c) for c in canonical_etypes},
     )
+
+
+def _relabel_homogeneous(book, homo, heads: dict[str, np.ndarray], ntypes: list[str]):
+    """:func:`compact_by_type`'s result for edges in homogeneous IDs: one relabeling of every type at
+    once (the heads of each type first, type after type; the other nodes in homogeneous order, which is
+    per-type order within a type), then each node's place within its type.
+
+    Returns:
+        ``(unique_ids, local)``: per node type its per-type IDs; per edge array (``src``, ``dst`` of each
+        canonical type in order) the local IDs within its type.
+    """
+    empty = np.empty(0, dtype=np.int64)
+    head = [book.map_to_homo_nid(heads[t], t) for t in ntypes if t in heads and heads[t].size]
+    rest = [ids for pair in homo.values() for ids in pair]
+    unique, local = compact_ids(np.concatenate(head) if head else empty, rest, book.num_nodes())
+    types, per_type = book.map_to_per_ntype(unique)
+    within = np.empty(unique.size, dtype=np.int64)
+    unique_ids = {}
+    for type_id, ntype in enumerate(ntypes):
+        members = np.flatnonzero(types == type_id)
+        within[members] = np.arange(members.size, dtype=np.int64)
+        unique_ids[ntype] = per_type[members]
+    return unique_ids, [within[ids] for ids in local]
 
 
 def _dst_heads(frontier: SampledSubgraph, dst_nodes) -> dict[str, np.ndarray]:

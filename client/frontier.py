@@ -5,11 +5,15 @@ of the graph and only the sampled edges, in the graph's IDs. On a typed graph th
 canonical edge type, with per-type node IDs and the per-type edge IDs in ``edata[EID]``
 (``{canonical etype: IDs}``), DGL's typed form; a homogeneous graph is the one-type case, where
 ``src`` / ``dst`` / ``eid`` and ``edata[EID]`` are plain tensors.
+
+A frontier made from the partitions' answers keeps their homogeneous node IDs beside: its per-type
+node IDs are computed only when asked for, and :func:`~graphstore.client.block.to_block` relabels the
+homogeneous IDs directly (one relabeling for every type, no per-edge ID mapping).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
@@ -25,6 +29,19 @@ _HOMOGENEOUS = GraphSchema()
 def as_tensor(array: np.ndarray) -> torch.Tensor:
     """A tensor sharing a (contiguous) numpy array's memory."""
     return torch.from_numpy(np.ascontiguousarray(array))
+
+
+class _LazyPairs(dict):
+    """``{canonical etype: (src, dst) tensors}``, computed for a type when it is first asked for."""
+
+    def __init__(self, compute: Callable):
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, canonical):
+        value = self._compute(canonical)
+        self[canonical] = value
+        return value
 
 
 class SampledSubgraph(RelationGraph):
@@ -66,27 +83,74 @@ class SampledSubgraph(RelationGraph):
         frontier._setup(schema, edges, num_nodes)
         return frontier
 
+    @classmethod
+    def from_partitions(cls, book, src: np.ndarray, dst: np.ndarray, eid: np.ndarray) -> SampledSubgraph:
+        """The frontier of the partitions' answers in homogeneous IDs (an edge's type follows from its ID).
+
+        Args:
+            book: the partition book.
+            src, dst, eid: homogeneous IDs of the sampled edges.
+        """
+        schema = book.schema
+        if schema.is_homogeneous:
+            return cls(src, dst, eid, book.num_nodes())
+        etypes, per_type_eid = book.map_to_per_etype(eid)
+        order = np.argsort(etypes.astype(np.int16), kind="stable")
+        ends = np.cumsum(np.bincount(etypes, minlength=len(schema.canonical_etypes)))
+        starts = ends - np.bincount(etypes, minlength=len(schema.canonical_etypes))
+        src, dst, per_type_eid = src[order], dst[order], per_type_eid[order]
+        frontier = cls.__new__(cls)
+        frontier._book = book
+        frontier._homo = {}
+        frontier._arrays = {}
+        eids = {}
+        for canonical, start, end in zip(schema.canonical_etypes, starts, ends, strict=True):
+            frontier._homo[canonical] = (src[start:end], dst[start:end])
+            eids[canonical] = per_type_eid[start:end]
+        frontier._finish(schema, eids, {ntype: book.num_nodes(ntype) for ntype in schema.ntypes})
+        return frontier
+
     def _setup(self, schema: GraphSchema, edges: Mapping, num_nodes: Mapping[str, int]) -> None:
         empty = np.empty(0, dtype=np.int64)
-        self._num_nodes = {ntype: int(num_nodes[ntype]) for ntype in schema.ntypes}
+        num_nodes = {ntype: int(num_nodes[ntype]) for ntype in schema.ntypes}
+        self._homo = None
         self._arrays: dict[CanonicalEtype, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for canonical in schema.canonical_etypes:
             src, dst, eid = edges.get(canonical, (empty, empty, empty))
             src, dst, eid = as_id_array(src, "src"), as_id_array(dst, "dst"), as_id_array(eid, "eid")
             if not (src.size == dst.size == eid.size):
                 raise ValueError(f"src, dst and eid lengths differ: {src.size}, {dst.size}, {eid.size}")
-            check_id_range(src, self._num_nodes[canonical[0]], "src")
-            check_id_range(dst, self._num_nodes[canonical[2]], "dst")
+            check_id_range(src, num_nodes[canonical[0]], "src")
+            check_id_range(dst, num_nodes[canonical[2]], "dst")
             self._arrays[canonical] = (src, dst, eid)
+        self._finish(schema, {c: arrays[2] for c, arrays in self._arrays.items()}, num_nodes)
+
+    def _finish(self, schema: GraphSchema, eids: dict, num_nodes: dict[str, int]) -> None:
+        self._num_nodes = num_nodes
+        self._eids = eids
         self._init_relations(
             schema,
-            {c: (as_tensor(src), as_tensor(dst)) for c, (src, dst, _) in self._arrays.items()},
-            {c: {EID: as_tensor(eid)} for c, (_, _, eid) in self._arrays.items()},
+            _LazyPairs(lambda c: tuple(as_tensor(a) for a in self.arrays(c)[:2])),
+            {c: {EID: as_tensor(eid)} for c, eid in eids.items()},
         )
+
+    def _count(self, canonical: CanonicalEtype) -> int:
+        return int(self._eids[canonical].size)
 
     def arrays(self, etype=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(src, dst, eid)`` of one edge type as numpy arrays (None: the only type)."""
-        return self._arrays[self.to_canonical_etype(etype)]
+        canonical = self.to_canonical_etype(etype)
+        if canonical not in self._arrays:
+            src, dst = self._homo[canonical]
+            _, src = self._book.map_to_per_ntype(src)
+            _, dst = self._book.map_to_per_ntype(dst)
+            self._arrays[canonical] = (src, dst, self._eids[canonical])
+        return self._arrays[canonical]
+
+    def homogeneous_ids(self):
+        """``(book, {canonical etype: (src, dst)})`` in homogeneous node IDs when the frontier came from
+        the partitions (:meth:`from_partitions`), else None."""
+        return None if self._homo is None else (self._book, self._homo)
 
     def _edge_ids(self, canonical: CanonicalEtype) -> torch.Tensor:
         return self._edge_frames[canonical][EID]
@@ -126,9 +190,11 @@ class SampledSubgraph(RelationGraph):
         reversed edges keep their edge type)."""
         if len(self._schema.ntypes) != 1:
             raise ValueError(f"only a graph with one node type reverses its edges, not {self.ntypes}")
-        return SampledSubgraph.from_types(
-            self._schema, {c: (dst, src, eid) for c, (src, dst, eid) in self._arrays.items()}, self._num_nodes
-        )
+        swapped = {}
+        for canonical in self._schema.canonical_etypes:
+            src, dst, eid = self.arrays(canonical)
+            swapped[canonical] = (dst, src, eid)
+        return SampledSubgraph.from_types(self._schema, swapped, self._num_nodes)
 
     def __repr__(self) -> str:
         types = "" if self._schema.is_homogeneous else f", canonical_etypes={self.canonical_etypes}"

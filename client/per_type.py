@@ -171,19 +171,3 @@ def etype_probs(g, prob, fanouts: list[int]) -> str | list[str | None] | None:
         )
     return out
 
-
-def split_by_etype(book, src: np.ndarray, dst: np.ndarray, eid: np.ndarray) -> dict:
-    """Homogeneous sampled edges grouped by canonical edge type in per-type IDs.
-
-    Returns:
-        ``{canonical etype: (src, dst, eid)}`` for every edge type (empty arrays for a type without edges).
-    """
-    schema = book.schema
-    etypes, per_type_eid = book.map_to_per_etype(eid)
-    _, per_type_src = book.map_to_per_ntype(src)
-    _, per_type_dst = book.map_to_per_ntype(dst)
-    out = {}
-    for type_id, canonical in enumerate(schema.canonical_etypes):
-        select = np.flatnonzero(etypes == type_id)
-        out[canonical] = (per_type_src[select], per_type_dst[select], per_type_eid[select])
-    return out

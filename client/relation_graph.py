@@ -9,6 +9,8 @@ one relation (see the subclasses).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view
@@ -27,12 +29,13 @@ class RelationGraph:
     def _init_relations(
         self,
         schema: GraphSchema,
-        edges: dict[CanonicalEtype, tuple[torch.Tensor, torch.Tensor]],
+        edges: Mapping[CanonicalEtype, tuple[torch.Tensor, torch.Tensor]],
         edge_frames: dict[CanonicalEtype, Frame],
     ) -> None:
         """Args:
         schema: the node and edge types (``edges`` has every canonical type of it, in order).
-        edges: per canonical type, the ``(src, dst)`` node IDs of its edges.
+        edges: per canonical type, the ``(src, dst)`` node IDs of its edges (a mapping that may compute
+            them when first asked).
         edge_frames: per canonical type, its edge data.
         """
         self._schema = schema
@@ -63,10 +66,14 @@ class RelationGraph:
     def num_edges(self, etype=None) -> int:
         """Edges of one type, or of every type (None)."""
         if etype is None:
-            return sum(int(src.shape[0]) for src, _ in self._edges.values())
-        return int(self._edges[self.to_canonical_etype(etype)][0].shape[0])
+            return sum(self._count(c) for c in self._schema.canonical_etypes)
+        return self._count(self.to_canonical_etype(etype))
 
     number_of_edges = num_edges
+
+    def _count(self, canonical: CanonicalEtype) -> int:
+        """Edges of one canonical type."""
+        return int(self._edges[canonical][0].shape[0])
 
     def _edge_ids(self, canonical: CanonicalEtype) -> torch.Tensor:
         """The IDs ``edges(form="all")`` gives for one type's edges: local ``0..E-1``."""
@@ -103,7 +110,7 @@ class RelationGraph:
     @property
     def device(self) -> torch.device:
         """The device of the graph's structure."""
-        return next(iter(self._edges.values()))[0].device
+        return self._edges[self._schema.canonical_etypes[0]][0].device
 
 
 class EdgeView:

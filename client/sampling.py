@@ -21,7 +21,6 @@ from graphstore.client.per_type import (
     etype_probs,
     homo_edge_ids,
     homo_node_ids,
-    split_by_etype,
 )
 from graphstore.ids import as_id_array
 
@@ -150,11 +149,7 @@ def _frontier(book, results) -> SampledSubgraph:
     src = np.concatenate([r[0] for r in results]) if results else empty
     dst = np.concatenate([r[1] for r in results]) if results else empty
     eid = np.concatenate([r[2] for r in results]) if results else empty
-    schema = book.schema
-    if len(schema.ntypes) == 1 and len(schema.canonical_etypes) == 1:
-        return SampledSubgraph(src, dst, eid, book.num_nodes())
-    num_nodes = {ntype: book.num_nodes(ntype) for ntype in schema.ntypes}
-    return SampledSubgraph.from_types(schema, split_by_etype(book, src, dst, eid), num_nodes)
+    return SampledSubgraph.from_partitions(book, src, dst, eid)
 
 
 def find_edges(g, edge_ids):
