@@ -170,4 +170,3 @@ def etype_probs(g, prob, fanouts: list[int]) -> str | list[str | None] | None:
             "its weights (give {etype: name} with None, or fanout 0, for the others)"
         )
     return out
-

@@ -8,6 +8,7 @@ in-process from ``part_config``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -181,4 +182,6 @@ def run_main(main: Callable[[], int], script: str) -> int:
     except ServerError as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
         print(f"{script}: stopped: {first_line}", file=sys.stderr, flush=True)
+        # The client's clean-up at exit cannot reach the lost server either: that is said already.
+        logging.getLogger("graphstore.client").setLevel(logging.CRITICAL)
         return 1

@@ -35,7 +35,9 @@ REVERSE = {"writes": "rev_writes", "rev_writes": "writes"}
 
 @pytest.fixture(scope="module")
 def mag_config(tmp_path_factory) -> str:
-    arrays = generate_mag_graph(MagConfig(num_nodes=3000, seed=1, num_classes=8, homophily=0.9, feat_signal=4.0))
+    arrays = generate_mag_graph(
+        MagConfig(num_nodes=3000, seed=1, num_classes=8, homophily=0.9, feat_signal=4.0)
+    )
     folder = tmp_path_factory.mktemp("mag-lp")
     return partition_graph(arrays, "maglp", 2, str(folder / "parts")).config_path
 
