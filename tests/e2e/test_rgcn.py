@@ -16,10 +16,10 @@ TEST_ACCURACY_LINE = re.compile(r"test accuracy: (\d\.\d{4})$")
 
 @pytest.fixture(scope="module")
 def mag_graph(tmp_path_factory) -> str:
-    """``graphstore generate --schema mag`` (3,000 nodes) split into 2 METIS partitions."""
+    """``graphstore generate --schema mag`` (2,000 nodes) split into 2 METIS partitions."""
     folder = tmp_path_factory.mktemp("mag-graph")
     npz = folder / "mag.npz"
-    run_cli(["generate", "--schema", "mag", "--num-nodes", "3000", "--num-classes", "8", "--out", str(npz)])
+    run_cli(["generate", "--schema", "mag", "--num-nodes", "2000", "--num-classes", "8", "--out", str(npz)])
     run_cli(
         [
             "partition",
@@ -39,7 +39,7 @@ def mag_graph(tmp_path_factory) -> str:
 def test_rgcn_standalone_and_distributed_first_epoch_losses_are_identical(mag_graph, launch_job, tmp_path):
     args = [
         "--graph-name", GRAPH, "--part-config", mag_graph, "--epochs", "1", "--batch-size", "128",
-        "--fanouts", "4,4", "--hidden", "16", "--prefetch", "0", "--seed", "7", "--eval-max-nodes", "100",
+        "--fanouts", "4,4", "--hidden", "16", "--prefetch", "0", "--seed", "7", "--eval-max-nodes", "50", "--num-threads", "1",
     ]  # fmt: skip
     standalone_json = tmp_path / "standalone.json"
     output = run_standalone("train_rgcn.py", *args, "--metrics-json", str(standalone_json))
