@@ -39,7 +39,8 @@ def mag_graph(tmp_path_factory) -> str:
 def test_rgcn_standalone_and_distributed_first_epoch_losses_are_identical(mag_graph, launch_job, tmp_path):
     args = [
         "--graph-name", GRAPH, "--part-config", mag_graph, "--epochs", "1", "--batch-size", "128",
-        "--fanouts", "4,4", "--hidden", "16", "--prefetch", "0", "--seed", "7", "--eval-max-nodes", "50", "--num-threads", "1",
+        "--fanouts", "4,4", "--hidden", "16", "--prefetch", "0", "--seed", "7", "--eval-max-nodes", "50",
+        "--num-threads", "1",
     ]  # fmt: skip
     standalone_json = tmp_path / "standalone.json"
     output = run_standalone("train_rgcn.py", *args, "--metrics-json", str(standalone_json))
