@@ -44,6 +44,22 @@ class _LazyPairs(dict):
         return value
 
 
+class _PerTypeArrays:
+    """A frontier's ``(src, dst, eid)`` per canonical type in per-type IDs: given, or mapped from the
+    homogeneous IDs (once, when first asked for)."""
+
+    def __init__(self, arrays: dict, eids: dict, homo: dict | None, book):
+        self._arrays, self._eids, self._homo, self._book = arrays, eids, homo, book
+
+    def __call__(self, canonical: CanonicalEtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if canonical not in self._arrays:
+            src, dst = self._homo[canonical]
+            _, src = self._book.map_to_per_ntype(src)
+            _, dst = self._book.map_to_per_ntype(dst)
+            self._arrays[canonical] = (src, dst, self._eids[canonical])
+        return self._arrays[canonical]
+
+
 class SampledSubgraph(RelationGraph):
     """A set of edges of a (distributed) graph, in the graph's IDs: a sampling *frontier*.
 
@@ -128,9 +144,12 @@ class SampledSubgraph(RelationGraph):
     def _finish(self, schema: GraphSchema, eids: dict, num_nodes: dict[str, int]) -> None:
         self._num_nodes = num_nodes
         self._eids = eids
+        # Computed without a reference to this frontier (no cycle keeps its arrays alive).
+        self._per_type = _PerTypeArrays(self._arrays, eids, self._homo, getattr(self, "_book", None))
+        per_type = self._per_type
         self._init_relations(
             schema,
-            _LazyPairs(lambda c: tuple(as_tensor(a) for a in self.arrays(c)[:2])),
+            _LazyPairs(lambda c: tuple(as_tensor(a) for a in per_type(c)[:2])),
             {c: {EID: as_tensor(eid)} for c, eid in eids.items()},
         )
 
@@ -139,13 +158,7 @@ class SampledSubgraph(RelationGraph):
 
     def arrays(self, etype=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(src, dst, eid)`` of one edge type as numpy arrays (None: the only type)."""
-        canonical = self.to_canonical_etype(etype)
-        if canonical not in self._arrays:
-            src, dst = self._homo[canonical]
-            _, src = self._book.map_to_per_ntype(src)
-            _, dst = self._book.map_to_per_ntype(dst)
-            self._arrays[canonical] = (src, dst, self._eids[canonical])
-        return self._arrays[canonical]
+        return self._per_type(self.to_canonical_etype(etype))
 
     def homogeneous_ids(self):
         """``(book, {canonical etype: (src, dst)})`` in homogeneous node IDs when the frontier came from

@@ -41,7 +41,9 @@ class RelationGraph:
         self._schema = schema
         self._edges = edges
         self._edge_frames = edge_frames
-        self.edata = data_view(edge_frames, self.to_canonical_etype, "edge")
+        # The schema resolves types (not a method of this graph): no reference cycle keeps a batch's
+        # tensors alive after its last reference goes.
+        self.edata = data_view(edge_frames, schema.to_canonical_etype, "edge")
 
     # -- types ---------------------------------------------------------------------------------
     @property
@@ -140,4 +142,4 @@ class EdgeView:
     def __getitem__(self, etype):
         """The edge type's :class:`~graphstore.client.graph_data.TypeSpace` (``.data`` is its frame)."""
         graph = self._graph
-        return TypeFrames(graph._edge_frames, graph.to_canonical_etype)[etype]
+        return TypeFrames(graph._edge_frames, graph._schema.to_canonical_etype)[etype]
