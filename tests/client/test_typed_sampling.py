@@ -4,6 +4,8 @@ input, and typed blocks whose per-type IDs agree with the frontier."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -202,3 +204,21 @@ def test_typed_blocks_keep_per_type_ids_consistent(standalone, typed_files):
         block.edges()
     with pytest.raises(ValueError, match="not in dst_nodes"):
         to_block(frontier, {"paper": seeds["paper"]})
+
+
+def test_typed_frontiers_and_blocks_leave_no_cyclic_garbage(standalone):
+    """A batch's arrays go with its last reference, not at the next cyclic collection."""
+    g = standalone
+    seeds = {"paper": torch.arange(20), "author": torch.arange(5)}
+    gc.collect()
+    gc.disable()
+    try:
+        frontier = sample_neighbors(g, seeds, 3)
+        frontier.edges(etype="writes")
+        block = to_block(frontier, seeds)
+        block["writes"].srcdata["h"] = torch.zeros(block.num_src_nodes("author"), 1)
+        block.edata[EID], block.srcdata[NID]  # noqa: B018
+        del frontier, block
+        assert gc.collect() == 0
+    finally:
+        gc.enable()
