@@ -6,21 +6,37 @@ PIP    := $(VENV)/bin/pip
 # A CPU build of torch; users with GPUs install their own build first (`make install TORCH_SPEC=torch`).
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
+# `make bench-dgl`: DGL's last CPU release installable from PyPI here (cp311) and the torch it was
+# built for, in a venv of their own (torch 2.2.1 from PyPI brings its CUDA libraries: ~5 GB).
+DGL_VENV    ?= .venv-dgl
+DGL_PY      := $(DGL_VENV)/bin/python
+DGL_STAMP   := $(DGL_VENV)/.installed
+DGL_PACKAGES ?= dgl==2.1.0 torch==2.2.1 torchdata==0.7.1 "numpy<2" "pandas<2.3" pydantic pyyaml
+BENCH_DGL_ARGS ?= --runs 7
 
-.PHONY: install test proto proto-check lint bench demo demo-large clean
+.PHONY: install test compose-test proto proto-check lint bench bench-dgl demo demo-large clean
 
 install: $(STAMP)
+	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
-	$(PIP) install -q -e ".[dev]"
+	$(PIP) install -q -e ".[dev,test]"
 	touch $(STAMP)
 
 test: install proto-check
 	$(PY) -m pytest -q tests
+
+# docker-compose.yml under a real Docker engine with compose v2 (not part of `make test`: CI has no
+# daemon; it skips when none answers or the base image is missing). Builds the image once, runs the
+# stack, a second `up`, two trainers, a server killed and one restarted mid-training, `down -v`.
+# Build settings from the environment: BASE_IMAGE, TORCH_INDEX_URL, TORCH_SPEC (see the Dockerfile).
+compose-test: install
+	GRAPHSTORE_COMPOSE_TEST=1 $(PY) -m pytest -q -s -rs tests/launcher/test_compose_docker.py
+	-docker image ls graphstore
 
 proto: install
 	$(PY) -m graphstore.protos.codegen
@@ -34,6 +50,17 @@ lint: install
 
 bench: install
 	$(PY) bench/run_all.py
+
+# graphstore vs DGL's dgl.distributed, side by side (docs/bench-dgl.md); never part of `make test`.
+bench-dgl: install $(DGL_STAMP)
+	$(PY) bench/dgl/side_by_side.py --dgl-python $(DGL_PY) $(BENCH_DGL_ARGS)
+
+$(DGL_STAMP):
+	test -x $(DGL_PY) || $(PYTHON) -m venv $(DGL_VENV)
+	$(DGL_PY) -m pip install -q --upgrade pip
+	$(DGL_PY) -m pip install -q $(DGL_PACKAGES)
+	DGLBACKEND=pytorch $(DGL_PY) -c "import dgl.distributed, torch; print('dgl', dgl.__version__, 'torch', torch.__version__)"
+	touch $(DGL_STAMP)
 
 demo: install
 	$(PY) -m graphstore.launcher.demo

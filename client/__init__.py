@@ -16,6 +16,7 @@ from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.hetero_embedding import DistHeteroEmbedding
 from graphstore.client.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
+from graphstore.client.nn_graph_conv import GraphConv
 from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.client.rel_graph_conv import RelGraphConv, TypedLinear
 from graphstore.client.samplers import (
@@ -33,6 +34,7 @@ __all__ = [
     "DistEdgeDataLoader",
     "DistNodeDataLoader",
     "GATConv",
+    "GraphConv",
     "GraphSAGE",
     "HeteroGraphConv",
     "MultiLayerFullNeighborSampler",

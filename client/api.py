@@ -45,23 +45,23 @@ def initialize(
             environment variable.
         local_read: override the config's ``auto`` / ``on`` / ``off``.
         part_config: override the config's partition config path (used for co-located reads).
-        dgl_options: DGL's ``max_queue_size``, ``net_type``, ``num_worker_threads``: accepted so ported
-            scripts run, and ignored (graphstore has no sampler processes to configure).
+        dgl_options: DGL's ``max_queue_size``, ``net_type``, ``num_worker_threads`` (accepted so ported
+            scripts run; they tune DGL's own RPC layer, which graphstore does not have, so a value given
+            is logged as having no effect) and ``use_graphbolt`` (False only).
 
     Returns:
         The process's client context.
 
     Raises:
         ValueError: no config given and ``GRAPHSTORE_CONFIG`` unset; unknown keyword arguments.
+        NotImplementedError: ``use_graphbolt=True``.
         FileNotFoundError: a config path that does not exist.
         graphstore.errors.ConfigError: an invalid config, or servers that disagree with it.
         graphstore.errors.ServerUnavailableError: a server that is not SERVING within
             ``rpc.connect_timeout_s`` (the message names it).
         RuntimeError: already connected with a different config (call ``exit_client()`` first).
     """
-    unknown = set(dgl_options) - {"max_queue_size", "net_type", "num_worker_threads"}
-    if unknown:
-        raise ValueError(f"initialize() got unknown keyword arguments {sorted(unknown)}")
+    _check_dgl_options(dgl_options)
     config = find_cluster_config(ip_config)
     overrides = {}
     if local_read is not None:
@@ -86,6 +86,35 @@ def initialize(
     atexit.unregister(exit_client)
     atexit.register(exit_client)
     return new_ctx
+
+
+# DGL options of its own RPC layer: accepted, with no counterpart in graphstore.
+DGL_TRANSPORT_OPTIONS = ("max_queue_size", "net_type", "num_worker_threads")
+
+
+def _check_dgl_options(dgl_options: dict) -> None:
+    """Accept DGL's ``initialize`` options: log the transport ones, refuse ``use_graphbolt=True``.
+
+    Raises:
+        NotImplementedError: ``use_graphbolt=True``.
+        ValueError: an option DGL does not have either.
+    """
+    unknown = set(dgl_options) - {*DGL_TRANSPORT_OPTIONS, "use_graphbolt"}
+    if unknown:
+        raise ValueError(f"initialize() got unknown keyword arguments {sorted(unknown)}")
+    if dgl_options.get("use_graphbolt"):
+        raise NotImplementedError(
+            "initialize(use_graphbolt=True) is not supported: graphstore samples with its own server-side "
+            "structures; pass use_graphbolt=False (DGL's default)"
+        )
+    for name in DGL_TRANSPORT_OPTIONS:
+        if dgl_options.get(name) is not None:
+            logger.info(
+                "initialize(%s=%r): DGL's RPC option has no effect in graphstore (gRPC, sampling in trainer "
+                "threads)",
+                name,
+                dgl_options[name],
+            )
 
 
 def _with_overrides(config: ClusterConfig, overrides: dict) -> ClusterConfig:

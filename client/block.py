@@ -24,6 +24,7 @@ import torch
 
 from graphstore.client.constants import EID, NID
 from graphstore.client.frontier import SampledSubgraph, as_tensor
+from graphstore.client.graph_ops import GraphOps
 from graphstore.client.local_ids import compact_by_type, compact_ids
 from graphstore.client.relation_graph import RelationGraph
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
@@ -42,12 +43,13 @@ class Adj(NamedTuple):
     size: tuple[int, int]
 
 
-class Block(RelationGraph):
+class Block(RelationGraph, GraphOps):
     """A bipartite message-flow graph for one GNN layer, with compact local node IDs per type.
 
     Source nodes of each type are ``0..num_src_nodes(ntype)-1``; the first ``num_dst_nodes(ntype)`` of
     them are that type's destination nodes (same nodes, same order). Edges point from source to
-    destination.
+    destination. ``local_scope``, ``apply_edges`` and ``update_all`` come from
+    :class:`~graphstore.client.graph_ops.GraphOps` (per relation: ``etype=`` on a typed block).
 
     Args:
         src, dst: local source / destination IDs of the edges (int64) of a homogeneous block.
@@ -64,6 +66,7 @@ class Block(RelationGraph):
     """
 
     is_block = True
+    _frame_attrs = ("_src_frames", "_dst_frames", "_edge_frames")
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor, src_nids: torch.Tensor, num_dst: int, eids):
         self._setup(
@@ -128,12 +131,17 @@ class Block(RelationGraph):
         self._num_src, self._num_dst = num_src, num_dst
         self._resolve_src = ntype_resolver(self.srctypes)
         self._resolve_dst = ntype_resolver(self.dsttypes)
-        self.srcdata = data_view(src_frames, self._resolve_src, "source node")
-        self.dstdata = data_view(dst_frames, self._resolve_dst, "destination node")
         self.srcnodes = TypeFrames(src_frames, self._resolve_src)
         self.dstnodes = TypeFrames(dst_frames, self._resolve_dst)
         self._in_degrees: dict[CanonicalEtype, torch.Tensor] = {}
         self._csr: dict[CanonicalEtype, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        self._derive_views()
+
+    def _derive_views(self) -> None:
+        super()._derive_views()
+        self.srcdata = data_view(self._src_frames, self._resolve_src, "source node")
+        self.dstdata = data_view(self._dst_frames, self._resolve_dst, "destination node")
+        # Relation views hold this block's frames of their types: made again after a scope swaps them.
         self._relations: dict[CanonicalEtype, Block] = {}
 
     # -- types and sizes -------------------------------------------------------------------------
@@ -227,6 +235,11 @@ class Block(RelationGraph):
             )
             self._relations[canonical] = view
         return view
+
+    def _side(self, ntype: str, source: bool) -> tuple[Frame, int]:
+        if source:
+            return self._src_frames[ntype], self._num_src[ntype]
+        return self._dst_frames[ntype], self._num_dst[ntype]
 
     # -- devices ---------------------------------------------------------------------------------
     def to(self, device, non_blocking: bool = False) -> Block:

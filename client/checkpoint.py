@@ -1,17 +1,26 @@
 """Checkpoints of DistEmbeddings and their sparse optimizer state, written by the servers.
 
-``save(path, embeddings, optimizer)`` asks every partition server to write its shard of each
-embedding, with the optimizer state it holds beside the rows, under ``path`` **on the server's own
-host**; rows are keyed by the original node (or edge) IDs of the input graph. ``load(path, embeddings,
-optimizer)`` asks every server to read the shards of *all* partitions that wrote the checkpoint and
-keep the rows it owns. So a checkpoint restores into a fresh cluster (every server restarted), into
-another number of trainers (the state lives on the servers), and into the same graph partitioned
-another way (another partition count).
+``save(name, embeddings, optimizer)`` asks every partition server to write its shard of each
+embedding, with the optimizer state it holds beside the rows, in the folder ``name`` under its
+checkpoint root **on the server's own host** (``graphstore server --checkpoint-root``,
+``checkpoint.root`` in the cluster config; default ``checkpoints/`` beside the partition config;
+standalone mode uses the same default). A name is relative (``"epoch-3"``, ``"runs/a/best"``):
+absolute paths and ``..`` are refused, so a client cannot make a server write or read anywhere
+else. Rows are keyed by the original node (or edge) IDs of the input graph. ``load(name,
+embeddings, optimizer)`` asks every server to read the shards of *all* partitions that wrote the
+checkpoint and keep the rows it owns. So a checkpoint restores into a fresh cluster (every server
+restarted), into another number of trainers (the state lives on the servers), and into the same
+graph partitioned another way (another partition count).
 
-Multi-host clusters: each server reads and writes ``path`` on its own host. Saving works with any
-``path`` that exists (or can be created) on every server host; loading needs every shard on every
-server host: use a shared file system (NFS, a mounted bucket) or copy all ``path/<tensor>/shard-*``
-files to every server host at the same ``path`` before calling :func:`load` (docs/optim.md).
+A save is one consistent set: every server writes its part under a save ID shared by all of them
+(``NAME/save-<ID>`` under its root), and only once every part is written is ``NAME/manifest.json``
+switched to it (written last, by each server on its host); a save that fails on any server is removed
+from every server, leaving the checkpoint already called ``NAME`` whole. A load refuses a set with a
+part missing and names it (``server/checkpoint_set.py``).
+
+Multi-host clusters: each server reads and writes under its own root. Loading needs every shard on
+every server host: put the root on a shared file system (NFS, a mounted bucket) or copy all
+``ROOT/name/<tensor>/shard-*`` files to every server host before calling :func:`load` (docs/optim.md).
 
 With a ``torch.distributed`` process group both calls are collective: every trainer calls them, the
 trainers wait for each other (so every earlier step has been applied), rank 0 talks to the servers,
@@ -21,15 +30,20 @@ and every rank returns rank 0's result or raises its error.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pickle
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from graphstore.checkpoint_layout import tensor_root
 from graphstore.client.context import get_context
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -37,7 +51,7 @@ class CheckpointInfo:
     """What a save or load did.
 
     Attributes:
-        path: the checkpoint folder (absolute, on the servers' hosts).
+        path: the checkpoint's name (relative to the servers' checkpoint root).
         names: the embeddings written or restored.
         rows: rows written or restored, summed over the servers.
         files: files the servers wrote (save only).
@@ -50,10 +64,10 @@ class CheckpointInfo:
 
 
 def save(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
-    """Write ``embeddings`` (rows keyed by original IDs) and their optimizer state under ``path``.
+    """Write ``embeddings`` (rows keyed by original IDs) and their optimizer state as checkpoint ``path``.
 
     Args:
-        path: folder on the servers' hosts (a relative path is made absolute here).
+        path: the checkpoint's name, relative to the servers' checkpoint root.
         embeddings: a DistEmbedding (or DistTensor) or a list of them.
         optimizer: the sparse optimizer training them (its embeddings are saved too). The servers
             write the optimizer state they hold beside every saved embedding.
@@ -62,17 +76,29 @@ def save(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
         What was written.
 
     Raises:
-        TypeError / ValueError: bad arguments (nothing written).
+        TypeError / ValueError: bad arguments, an absolute name or one with ``..`` (nothing written).
+        PermissionError, graphstore.errors.StorageFullError: the servers' file system refused.
         KeyError: an embedding that no longer exists on the servers.
-        graphstore.errors.ServerError: a server failed to write.
+        OSError / graphstore.errors.ServerError: a server failed to write (a full disk, a read-only
+            folder): no server keeps any file of this save, and the checkpoint at ``path`` is the previous.
     """
-    path_str = _normalize_path(path)
+    path_str = _checkpoint_name(path)
     names = _names_of(embeddings, optimizer)
     ctx = get_context()
 
     def run() -> CheckpointInfo:
-        calls = [lambda p=p: ctx.partition(p).checkpoint(path_str, names) for p in range(ctx.num_parts)]
-        results = ctx.run_parallel(calls)
+        save_id = uuid.uuid4().hex
+        parts = range(ctx.num_parts)
+        try:
+            results = ctx.run_parallel(
+                [lambda p=p: ctx.partition(p).checkpoint(path_str, names, save_id) for p in parts]
+            )
+        except BaseException:
+            _abort(ctx, path_str, save_id)
+            raise
+        ctx.run_parallel(
+            [lambda p=p: ctx.partition(p).commit_checkpoint(path_str, save_id, names) for p in parts]
+        )
         files = tuple(f for written, _ in results for f in written)
         return CheckpointInfo(path_str, tuple(names), sum(rows for _, rows in results), files)
 
@@ -87,7 +113,7 @@ def load(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
     recorded before the load are dropped.
 
     Args:
-        path: the checkpoint folder on the servers' hosts.
+        path: the checkpoint's name, relative to the servers' checkpoint root.
         embeddings: a DistEmbedding (or DistTensor) or a list of them.
         optimizer: the sparse optimizer that continues the training. When the checkpoint folder is
             readable here, its state kind is checked against this optimizer before anything changes.
@@ -101,13 +127,15 @@ def load(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
             another kind than ``optimizer``.
         graphstore.errors.ServerError: a server failed to read.
     """
-    path_str = _normalize_path(path)
+    path_str = _checkpoint_name(path)
     names = _names_of(embeddings, optimizer)
     ctx = get_context()
 
     def run() -> CheckpointInfo:
         if optimizer is not None:
-            _check_local_optimizer_kind(path_str, names, optimizer.config.kind, ctx.graph_name)
+            root = ctx.partition(0).metadata().checkpoint_root
+            folder = os.path.join(root, path_str) if root else ""
+            _check_local_optimizer_kind(folder, names, optimizer.config.kind, ctx.graph_name)
         calls = [lambda p=p: ctx.partition(p).restore(path_str, names) for p in range(ctx.num_parts)]
         results = ctx.run_parallel(calls)
         return CheckpointInfo(path_str, tuple(names), sum(rows for _, rows in results))
@@ -125,13 +153,29 @@ def load(path: str | os.PathLike, embeddings, optimizer=None) -> CheckpointInfo:
 # ----- helpers ---------------------------------------------------------------------------------
 
 
-def _normalize_path(path) -> str:
+def _abort(ctx, path: str, save_id: str) -> None:
+    """Remove the failed save's files from every server (a server that cannot be reached is logged; its
+    files are not named by any manifest and the next committed save removes none of the set's)."""
+    for part_id in range(ctx.num_parts):
+        try:
+            ctx.partition(part_id).abort_checkpoint(path, save_id)
+        except Exception as exc:  # noqa: BLE001 - the save's own error is what the caller gets
+            logger.warning("could not remove save %s from partition %d's server: %s", save_id, part_id, exc)
+
+
+def _checkpoint_name(path) -> str:
+    """The checkpoint name as sent to the servers (they check it against their root too)."""
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {type(path).__name__}")
     path_str = os.fspath(path)
     if not path_str:
         raise ValueError("path is empty")
-    return os.path.abspath(path_str)
+    if os.path.isabs(path_str):
+        raise ValueError(
+            f"path {path_str!r} is absolute: name the checkpoint relative to the servers' checkpoint root "
+            "(graphstore server --checkpoint-root / checkpoint.root in the cluster config)"
+        )
+    return path_str
 
 
 def _as_list(embeddings) -> list:
@@ -167,11 +211,11 @@ def _names_of(embeddings, optimizer) -> list[str]:
 def _check_local_optimizer_kind(path: str, names: list[str], kind: str, graph_name: str) -> None:
     """When the checkpoint is readable from here, refuse state of another optimizer kind up front."""
     root = Path(path)
-    if not root.is_dir():
+    if not path or not root.is_dir():
         return  # the servers decide (they may see another file system)
     for name in names:
-        folder = root / name
         try:
+            folder = tensor_root(root, name) / name
             meta = json.loads((folder / "meta.json").read_text())
             shards = [
                 json.loads(p.read_text()) for p in folder.glob(f"shard-*-of-{int(meta['num_parts'])}.json")

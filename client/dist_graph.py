@@ -32,8 +32,9 @@ class DistGraph:
 
     Raises:
         RuntimeError: no ``initialize()``, no ``GRAPHSTORE_CONFIG`` and no ``part_config``.
-        ValueError: a graph name or partition book that differs from what the servers serve.
-        FileNotFoundError: a missing ``part_config`` in standalone mode.
+        ValueError: a graph name, partition book or ``part_config`` that differs from what the servers
+            serve, or from the standalone graph already open in this process.
+        FileNotFoundError: a missing ``part_config``.
     """
 
     def __init__(self, graph_name: str, gpb=None, part_config: str | None = None):
@@ -49,6 +50,8 @@ class DistGraph:
                     "or pass part_config=... for standalone mode"
                 )
             ctx = standalone_context(part_config)
+        elif part_config is not None:
+            _check_part_config(ctx, part_config)
         if graph_name != ctx.graph_name:
             raise ValueError(
                 f"graph_name {graph_name!r} does not match the graph being served, {ctx.graph_name!r}"
@@ -324,4 +327,29 @@ class DistGraph:
             f"DistGraph(name={self.graph_name!r}, num_nodes={self.num_nodes()}, "
             f"num_edges={self.num_edges()}, num_parts={self._ctx.num_parts}, "
             f"standalone={self._ctx.standalone})"
+        )
+
+
+def _check_part_config(ctx: ClientContext, part_config) -> None:
+    """A ``part_config`` given while a context is open must describe the graph that context serves.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: a standalone context of another partition config, or servers whose partition book
+            differs from the file's (the message names both).
+    """
+    path = os.fspath(part_config)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"part_config {path!r} does not exist")
+    if ctx.standalone:
+        standalone_context(path)  # raises unless it is the partition config already open
+        return
+    from graphstore.partition import load_partition_book
+
+    book = load_partition_book(path)
+    if book.graph_name != ctx.graph_name or book != ctx.book:
+        raise ValueError(
+            f"part_config {path!r} describes graph {book.graph_name!r} ({book.num_partitions()} "
+            f"partitions, {book.num_nodes()} nodes) but the servers serve {ctx.graph_name!r} "
+            f"({ctx.num_parts} partitions, {ctx.book.num_nodes()} nodes)"
         )

@@ -281,11 +281,19 @@ class DistTensor:
 
     def count_nonzero(self) -> int:
         """Number of rows with a nonzero first element (e.g. the size of a boolean mask)."""
+        return self.count_in_chunks(lambda rows: np.count_nonzero(rows.reshape(rows.shape[0], -1)[:, 0]))
+
+    def count_in_chunks(self, count: Callable[[np.ndarray], int]) -> int:
+        """Sum of ``count(rows)`` over every row, pulled a message-sized chunk at a time.
+
+        Args:
+            count: called with each chunk of rows in storage form (bfloat16 as uint16 bits).
+        """
         total = 0
         step = max(1, self._ctx.policy.chunk_bytes // max(1, self._row_bytes()))
         for start in range(0, self._shape[0], step):
             rows = self.pull_storage(np.arange(start, min(start + step, self._shape[0]), dtype=np.int64))
-            total += int(np.count_nonzero(rows.reshape(rows.shape[0], -1)[:, 0]))
+            total += int(count(rows))
         return total
 
     def _row_bytes(self) -> int:

@@ -1,7 +1,8 @@
 """GNN layers over sampled blocks, in plain PyTorch, with DGL's signatures.
 
-``SAGEConv`` and ``GATConv`` take a :class:`graphstore.client.block.Block` (or anything with
-``edges()``, ``num_src_nodes()`` and ``num_dst_nodes()``) and node features, either one tensor for
+``SAGEConv`` and ``GATConv`` (and ``GraphConv``, in :mod:`graphstore.client.nn_graph_conv`) take a
+:class:`graphstore.client.block.Block` (or anything with ``edges()``, ``num_src_nodes()`` and
+``num_dst_nodes()``) and node features, either one tensor for
 the source nodes (the destination nodes being its first ``num_dst_nodes()`` rows, DGL's block
 convention) or a ``(h_src, h_dst)`` pair. Message aggregation is a scatter over the edge list
 (``index_add_`` / ``scatter_reduce``), so the layers run wherever torch does (CPU, CUDA) and in
@@ -335,13 +336,14 @@ class GATConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
-    def forward(self, graph, feat, get_attention: bool = False):
+    def forward(self, graph, feat, edge_weight: torch.Tensor | None = None, get_attention: bool = False):
         """Compute the destination nodes' new features.
 
         Args:
             graph: the block.
             feat: source features (destination rows first) or ``(h_src, h_dst)``.
-            get_attention: also return the attention weights ``[E, num_heads, 1]``.
+            edge_weight: optional ``[E]`` weights multiplying each edge's attention (after the softmax).
+            get_attention: also return the attention weights ``[E, num_heads, 1]`` (weighted).
 
         Returns:
             ``[num_dst_nodes, num_heads, out_feats]`` in the input dtype (and the weights).
@@ -371,6 +373,8 @@ class GATConv(nn.Module):
         score_dst = (z_dst * self.attn_r.to(z_dst.dtype)).sum(dim=-1)  # [N_dst, H]
         logits = self.leaky_relu(score_src[src] + score_dst[dst])
         alpha = self.attn_drop(edge_softmax(graph, logits))  # [E, H] float32 for half input
+        if edge_weight is not None:
+            alpha = alpha * edge_weight.reshape(-1, 1).to(alpha.dtype)
         out = scatter_sum(z_src[src] * alpha.unsqueeze(-1).to(z_src.dtype), dst, num_dst).to(z_src.dtype)
         if self.res_fc is not None:
             out = out + self.res_fc(h_dst).view(num_dst, heads, width)

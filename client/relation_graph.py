@@ -1,5 +1,6 @@
 """What the graphs of a mini-batch share (frontiers, blocks, pair graphs): edges grouped by canonical edge
-type, one edge frame per type, and DGL's edge accessors.
+type, one edge frame per type, DGL's edge accessors, and each relation as message passing
+(:class:`~graphstore.client.graph_ops.GraphOps`, for blocks and pair graphs) runs on it.
 
 A homogeneous graph is the one-type case: one canonical type ``('_N', '_E', '_N')``, whose edges and
 frame are the graph's. On a typed graph the accessors take ``etype`` (a canonical triple, a
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 
 import torch
 
+from graphstore.client.graph_ops import Relation
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view
 from graphstore.types import CanonicalEtype, GraphSchema
 
@@ -41,9 +43,13 @@ class RelationGraph:
         self._schema = schema
         self._edges = edges
         self._edge_frames = edge_frames
+        RelationGraph._derive_views(self)
+
+    def _derive_views(self) -> None:
+        """Derive ``edata`` from the edge frames (again after a local scope replaced them)."""
         # The schema resolves types (not a method of this graph): no reference cycle keeps a batch's
         # tensors alive after its last reference goes.
-        self.edata = data_view(edge_frames, schema.to_canonical_etype, "edge")
+        self.edata = data_view(self._edge_frames, self._schema.to_canonical_etype, "edge")
 
     # -- types ---------------------------------------------------------------------------------
     @property
@@ -63,6 +69,18 @@ class RelationGraph:
             KeyError: an unknown or ambiguous edge type, or None among several (the message lists them).
         """
         return self._schema.to_canonical_etype(etype)
+
+    def _side(self, ntype: str, source: bool) -> tuple[Frame, int]:
+        """The frame and node count of one node type on the source (or destination) side."""
+        raise NotImplementedError
+
+    def _relation(self, canonical: CanonicalEtype) -> Relation:
+        """One canonical type's edges and frames, as :class:`~graphstore.client.graph_ops.GraphOps`
+        (message passing) runs on them."""
+        src_type, _, dst_type = canonical
+        src, dst = self._edges[canonical]
+        (src_frame, num_src), (dst_frame, num_dst) = self._side(src_type, True), self._side(dst_type, False)
+        return Relation(src, dst, num_src, num_dst, src_frame, dst_frame, self._edge_frames[canonical])
 
     # -- edges ---------------------------------------------------------------------------------
     def num_edges(self, etype=None) -> int:

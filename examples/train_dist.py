@@ -32,6 +32,7 @@ import time
 import torch
 
 from graphstore.client import training
+from graphstore.errors import GraphstoreError
 
 
 def run(config: training.TrainConfig) -> dict:
@@ -90,7 +91,12 @@ def run(config: training.TrainConfig) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = training.argument_parser(__doc__)  # every TrainConfig flag but --model
     parser.add_argument("--model", help="sage (GraphSAGE, default) | mlp (features-only baseline)")
-    run(training.config_from_args(parser, training.TrainConfig, argv))
+    config = training.config_from_args(parser, training.TrainConfig, argv)
+    try:
+        run(config)
+    except GraphstoreError as exc:  # a server gone or misconfigured: one line naming it, no traceback
+        print(f"train_dist.py: error: {exc}", file=sys.stderr, flush=True)
+        return 1
     return 0
 
 

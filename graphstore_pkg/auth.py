@@ -4,7 +4,8 @@ Both halves of the protocol live here so that they cannot drift apart:
 
 - server side: :class:`TokenAuthInterceptor` checks the ``authorization: Bearer <token>`` metadata of
   every call (UNAUTHENTICATED without it, PERMISSION_DENIED with a wrong one, compared with
-  :func:`hmac.compare_digest`), and :func:`server_credentials` builds the TLS credentials;
+  :func:`hmac.compare_digest`; a peer that failed too often is refused RESOURCE_EXHAUSTED for a
+  cool-down, :mod:`graphstore.auth_limiter`), and :func:`server_credentials` builds the TLS credentials;
 - client side: :class:`ChannelSecurity` opens a channel (plain or TLS, optionally with a client
   certificate) and supplies the metadata every call carries.
 
@@ -27,6 +28,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
+from graphstore.auth_limiter import AuthFailureLimiter
+
 logger = logging.getLogger(__name__)
 
 AUTH_METADATA_KEY = "authorization"
@@ -36,18 +39,20 @@ TOKEN_ENV = "GRAPHSTORE_TOKEN"
 TOKEN_EXEMPT_PREFIXES = ("/grpc.health.v1.Health/",)
 # Printable ASCII without spaces: what gRPC metadata values may carry, and no quoting surprises in YAML.
 _TOKEN_CHARS = frozenset(chr(c) for c in range(0x21, 0x7F))
-MIN_TOKEN_LENGTH = 1
+# 16 random characters resist guessing over the network; shorter tokens need ``allow_short``
+# (``allow_short_token: true`` in the cluster config, ``--allow-short-token``).
+MIN_TOKEN_LENGTH = 16
 MAX_TOKEN_LENGTH = 4096
-# Shorter tokens are accepted with a warning: 16 random characters resist guessing over the network.
-RECOMMENDED_TOKEN_LENGTH = 16
 
 
-def validate_token(token: str, where: str = "token") -> str:
+def validate_token(token: str, where: str = "token", allow_short: bool = False) -> str:
     """Check a shared token's characters and length.
 
     Args:
         token: the token.
         where: the name used in error messages (``--token``, ``token_file``...).
+        allow_short: accept a token shorter than :data:`MIN_TOKEN_LENGTH` (at least one character);
+            clients pass True (the servers decide what they accept).
 
     Returns:
         The token unchanged.
@@ -58,21 +63,25 @@ def validate_token(token: str, where: str = "token") -> str:
     """
     if not isinstance(token, str):
         raise ValueError(f"{where} must be a string, got {type(token).__name__}")
-    if not MIN_TOKEN_LENGTH <= len(token) <= MAX_TOKEN_LENGTH:
-        raise ValueError(
-            f"{where} must be {MIN_TOKEN_LENGTH} to {MAX_TOKEN_LENGTH} characters long, got {len(token)}"
-        )
     bad = sorted({c for c in token if c not in _TOKEN_CHARS})
     if bad:
         raise ValueError(
             f"{where} may hold printable ASCII characters without spaces only; it has {len(bad)} other "
             f"character(s) (e.g. code point {ord(bad[0])})"
         )
+    minimum = 1 if allow_short else MIN_TOKEN_LENGTH
+    if not minimum <= len(token) <= MAX_TOKEN_LENGTH:
+        hint = "" if allow_short else " (a shorter one needs allow_short_token / --allow-short-token)"
+        raise ValueError(
+            f"{where} must be {minimum} to {MAX_TOKEN_LENGTH} characters long, got {len(token)}{hint}"
+        )
     return token
 
 
-def read_token_file(path: str | os.PathLike, where: str = "token_file") -> str:
+def read_token_file(path: str | os.PathLike, where: str = "token_file", allow_short: bool = False) -> str:
     """Read a token from a file (surrounding whitespace, such as a final newline, is dropped).
+
+    ``allow_short`` is :func:`validate_token`'s.
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -85,7 +94,7 @@ def read_token_file(path: str | os.PathLike, where: str = "token_file") -> str:
         raise FileNotFoundError(f"{where}: token file {os.fspath(path)!r} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{where}: cannot read token file {os.fspath(path)!r}: {exc}") from None
-    return validate_token(text.strip(), f"{where} {os.fspath(path)!r}")
+    return validate_token(text.strip(), f"{where} {os.fspath(path)!r}", allow_short)
 
 
 def auth_metadata(token: str | None) -> tuple[tuple[str, str], ...]:
@@ -114,11 +123,11 @@ class _RateLimitedLog:
         logger.warning("%s%s", message, more)
 
 
-def _deny(code: grpc.StatusCode, message: str) -> grpc.RpcMethodHandler:
-    def abort(request, context: grpc.ServicerContext):
-        context.abort(code, message)
-
-    return grpc.unary_unary_rpc_method_handler(abort)
+def _cooldown_message(seconds: float) -> str:
+    return (
+        f"too many calls with a missing or wrong token from this peer: refused for {seconds:.0f} more s "
+        "(limit auth_failure_burst / auth_cooldown_s)"
+    )
 
 
 class TokenAuthInterceptor(grpc.ServerInterceptor):
@@ -126,22 +135,31 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
 
     Args:
         token: the shared token (see :func:`validate_token`).
-        on_denied: called with ``("UNAUTHENTICATED" | "PERMISSION_DENIED", method)`` for each refusal
-            (the metrics counter).
+        on_denied: called with ``("UNAUTHENTICATED" | "PERMISSION_DENIED" | "RESOURCE_EXHAUSTED",
+            method)`` for each refusal (the metrics counter).
+        limiter: limits failed attempts per peer (default: 20 per 30 s, then 30 s refused).
+        allow_short: accept a token shorter than :data:`MIN_TOKEN_LENGTH` (logged as a warning).
 
     Raises:
         ValueError: an invalid token.
     """
 
-    def __init__(self, token: str, on_denied: Callable[[str, str], None] | None = None) -> None:
-        self._expected = (TOKEN_SCHEME + validate_token(token)).encode("ascii")
-        if len(token) < RECOMMENDED_TOKEN_LENGTH:
+    def __init__(
+        self,
+        token: str,
+        on_denied: Callable[[str, str], None] | None = None,
+        limiter: AuthFailureLimiter | None = None,
+        allow_short: bool = False,
+    ) -> None:
+        self._expected = (TOKEN_SCHEME + validate_token(token, allow_short=allow_short)).encode("ascii")
+        if len(token) < MIN_TOKEN_LENGTH:
             logger.warning(
                 "event=weak_token length=%d recommended=%d hint=use e.g. `openssl rand -hex 24`",
                 len(token),
-                RECOMMENDED_TOKEN_LENGTH,
+                MIN_TOKEN_LENGTH,
             )
         self._on_denied = on_denied
+        self._limiter = limiter if limiter is not None else AuthFailureLimiter(20, 30.0)
         self._log = _RateLimitedLog()
 
     def intercept_service(self, continuation, handler_call_details):
@@ -166,15 +184,37 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
             return self._refuse(
                 grpc.StatusCode.PERMISSION_DENIED, method, "the token presented is not valid for this server"
             )
-        # The continuation is only reached for authorized calls: the servicer counts every call it
-        # is handed as in flight until answered, so a handler fetched and dropped here would leak.
-        return continuation(handler_call_details)
+        # The continuation is only reached for authorized calls, which still wait out a cool-down.
+        handler = continuation(handler_call_details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        return handler._replace(unary_unary=self._unless_blocked(handler.unary_unary, method))
 
-    def _refuse(self, code: grpc.StatusCode, method: str, message: str) -> grpc.RpcMethodHandler:
+    def _unless_blocked(self, behavior, method: str):
+        def run(request, context: grpc.ServicerContext):
+            blocked = self._limiter.blocked_for(context.peer())
+            if blocked > 0:
+                self._count(grpc.StatusCode.RESOURCE_EXHAUSTED, method)
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _cooldown_message(blocked))
+            return behavior(request, context)
+
+        return run
+
+    def _count(self, code: grpc.StatusCode, method: str) -> None:
         if self._on_denied is not None:
             self._on_denied(code.name, method)
         self._log.warning(code.name, f"event=auth_denied code={code.name} method={method}")
-        return _deny(code, message)
+
+    def _refuse(self, code: grpc.StatusCode, method: str, message: str) -> grpc.RpcMethodHandler:
+        def abort(request, context: grpc.ServicerContext):
+            blocked = self._limiter.failed(context.peer())
+            if blocked > 0:
+                self._count(grpc.StatusCode.RESOURCE_EXHAUSTED, method)
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _cooldown_message(blocked))
+            self._count(code, method)
+            context.abort(code, message)
+
+        return grpc.unary_unary_rpc_method_handler(abort)
 
 
 def _read_bytes(path: str | None, what: str) -> bytes | None:
@@ -235,7 +275,7 @@ class ChannelSecurity:
         if (self.cert is None) != (self.key is None):
             raise ValueError("tls: a client certificate needs both cert and key")
         if self.token is not None:
-            validate_token(self.token)
+            validate_token(self.token, allow_short=True)  # the servers decide what they accept
 
     @property
     def tls(self) -> bool:

@@ -299,6 +299,7 @@ class PartitionMetadata:
     schema: GraphSchema = field(default_factory=GraphSchema)
     ntype_counts: tuple[int, ...] = ()  # num_parts x num_ntypes, row-major; empty: one type
     etype_counts: tuple[int, ...] = ()  # num_parts x num_etypes, row-major
+    checkpoint_root: str = ""  # the folder checkpoint names live under on the server's host
 
 
 @dataclass(frozen=True)
@@ -385,8 +386,17 @@ class PartitionAPI(Protocol):
     def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
         """Block until ``count`` participants reached barrier ``name``; returns its generation."""
 
-    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
-        """Write tensors (rows keyed by original IDs) and optimizer state under ``path``."""
+    def checkpoint(
+        self, path: str, names: list[str] | None = None, save_id: str | None = None
+    ) -> tuple[list[str], int]:
+        """Write tensors (rows keyed by original IDs) and optimizer state under ``path`` (with
+        ``save_id``: this partition's part of a cluster-wide save, committed or aborted below)."""
+
+    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
+        """Make save ``save_id``, whose parts every partition wrote, the checkpoint of ``names``."""
+
+    def abort_checkpoint(self, path: str, save_id: str) -> None:
+        """Remove the files of the unfinished save ``save_id``."""
 
     def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
         """Load tensors and optimizer state written by :meth:`checkpoint` (any partition count)."""

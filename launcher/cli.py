@@ -19,9 +19,12 @@ COMMANDS = {
     "generate": "generate",
     "partition": "partition",
     "server": "server",
+    "servers": "servers",
+    "slurm": "slurm",
     "launch": "launch",
     "status": "status",
     "stop": "stop",
+    "validate": "validate",
 }
 
 
@@ -31,7 +34,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         prog="graphstore", description="A distributed graph store for GNN training."
     )
     parser.add_argument("--log-level", default="INFO", help="logging level (default INFO)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    # ``subcommand``, not ``command``: ``launch`` keeps the trainer's command line under ``command``.
+    sub = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
     sub.required = True
     for name, module in COMMANDS.items():
         if only is not None and name != only:
@@ -58,13 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     if not hasattr(args, "func"):
-        parser.error(f"command {args.command!r} is not available in this build")
+        parser.error(f"command {args.subcommand!r} is not available in this build")
     from graphstore.errors import GraphstoreError
 
     try:
         return int(args.func(args) or 0)
     except (GraphstoreError, ValueError, FileNotFoundError, FileExistsError, PermissionError) as exc:
-        print(f"graphstore {args.command}: error: {exc}", file=sys.stderr)
+        print(f"graphstore {args.subcommand}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -188,7 +188,7 @@ class _HTTPSConnection(http.client.HTTPSConnection):
 def fetch_metrics_text(
     host: str, port: int, timeout_s: float = 5.0, security: ChannelSecurity | None = None
 ) -> str:
-    """GET ``/metrics`` from a server's metrics port (HTTPS when ``security`` uses TLS).
+    """GET ``/metrics`` from a server's metrics port (HTTPS when ``security`` uses TLS; with its token).
 
     Raises:
         OSError: nothing answers (or TLS fails).
@@ -203,7 +203,7 @@ def fetch_metrics_text(
     else:
         conn = http.client.HTTPConnection(host, port, timeout=timeout_s)
     try:
-        conn.request("GET", "/metrics")
+        conn.request("GET", "/metrics", headers=dict(security.metadata))  # the token, when there is one
         response = conn.getresponse()
         body = response.read().decode("utf-8", "replace")
     finally:

@@ -1,10 +1,14 @@
 """Which hosts are this machine, and free ports on it: what decides whether launch starts a process
-locally or through the remote-exec template, and where the demo and launch find unused ports."""
+locally or through the remote-exec template, which servers ``graphstore servers`` starts, and where
+the demo and launch find unused ports."""
 
 from __future__ import annotations
 
 import ipaddress
 import socket
+from collections.abc import Sequence
+
+from graphstore.config import ServerSpec
 
 
 def is_local_host(host: str) -> bool:
@@ -65,3 +69,52 @@ def port_accepts_connections(host: str, port: int, timeout_s: float = 0.3) -> bo
 def _family(host: str) -> socket.AddressFamily:
     """IPv6 for an IPv6 literal, else IPv4."""
     return socket.AF_INET6 if ":" in host else socket.AF_INET
+
+
+def servers_of_host(
+    servers: Sequence[ServerSpec],
+    hostname: str | None = None,
+    host_index: int | None = None,
+    aliases: Sequence[str] = (),
+) -> list[ServerSpec]:
+    """The servers of a cluster config that one host runs (what ``graphstore servers`` starts).
+
+    Args:
+        servers: the config's servers.
+        hostname: select the servers whose ``exec_host`` is this name, or whose ``exec_host``'s first
+            DNS label is (``server-0`` selects ``server-0.server.default.svc``: a Kubernetes pod's
+            host name); None: not by name.
+        host_index: select the servers of the ``host_index``-th distinct ``exec_host``, in the order
+            hosts first appear in ``servers`` (Slurm's ``SLURM_NODEID``); None: not by index.
+        aliases: more names of this machine (Slurm's node name), used without the two above.
+
+    Returns:
+        The selected servers, in partition order; with neither argument, those whose ``exec_host``
+        is this machine (:func:`is_local_host`) or one of ``aliases``.
+
+    Raises:
+        ValueError: both arguments given, an index out of range, or no server selected (the message
+            lists the hosts the config names).
+    """
+    hosts = list(dict.fromkeys(server.exec_host for server in servers))
+    if hostname is not None and host_index is not None:
+        raise ValueError("give the host by name or by index, not both")
+    if host_index is not None:
+        if not 0 <= host_index < len(hosts):
+            raise ValueError(f"host index {host_index} is out of range: the config names {len(hosts)} hosts")
+        selected = [server for server in servers if server.exec_host == hosts[host_index]]
+    elif hostname is not None:
+        short = hostname.split(".")[0]
+        selected = [
+            server
+            for server in servers
+            if server.exec_host == hostname or server.exec_host.split(".")[0] == short
+        ]
+    else:
+        selected = [
+            server for server in servers if server.exec_host in aliases or is_local_host(server.exec_host)
+        ]
+    if not selected:
+        which = f"host {hostname!r}" if hostname is not None else "this machine"
+        raise ValueError(f"no server of the config runs on {which}; its hosts are {', '.join(hosts)}")
+    return sorted(selected, key=lambda server: server.part_id)

@@ -27,31 +27,19 @@ launch's own lines start with ``[launch]``.
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
-import threading
-import time
 from dataclasses import dataclass
 
-from graphstore.auth import TOKEN_ENV
-from graphstore.config import ClusterConfig, ServerSpec
-from graphstore.errors import GraphstoreError
-from graphstore.launcher.control import SERVING, UNREACHABLE, probe_health, request_shutdown
-from graphstore.launcher.hosts import free_port, is_local_host, port_accepts_connections
-from graphstore.launcher.process_commands import server_command, server_environment, trainer_environment
+from graphstore.config import ClusterConfig
+from graphstore.launcher.hosts import free_port, is_local_host
+from graphstore.launcher.process_commands import trainer_environment
 from graphstore.launcher.remote_exec import remote_argv
-from graphstore.launcher.supervisor import ManagedProcess, ProcessSpec, Supervisor, exit_code_of
+from graphstore.launcher.server_fleet import LaunchError, ServerFleet
+from graphstore.launcher.stop_request import StopRequest
+from graphstore.launcher.supervisor import ManagedProcess, ProcessSpec, Supervisor
 
 DEFAULT_MASTER_PORT = 29500
-
-
-class LaunchError(GraphstoreError):
-    """The cluster could not be brought up; ``exit_code`` is what launch exits with."""
-
-    def __init__(self, message: str, exit_code: int = 1):
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @dataclass(frozen=True)
@@ -87,29 +75,36 @@ class Launch:
         stop: set (by a signal handler) to end the launch early.
     """
 
-    def __init__(self, options: LaunchOptions, supervisor: Supervisor, stop: threading.Event):
+    def __init__(self, options: LaunchOptions, supervisor: Supervisor, stop: StopRequest):
         self.options = options
         self.config = options.config
         self.supervisor = supervisor
         self.stop = stop
-        self.servers: list[tuple[ServerSpec, ManagedProcess, bool]] = []  # (spec, process, is_local)
+        self.servers = ServerFleet(
+            self.config,
+            self.config.servers,
+            supervisor,
+            stop,
+            remote_exec=options.remote_exec,
+            python=options.python,
+            connect_timeout_s=options.connect_timeout_s,
+            grace_period_s=options.grace_period_s,
+        )
         self.trainers: list[ManagedProcess] = []
-        self.security = self.config.channel_security()
-        self.restarts: dict[int, int] = {}  # part_id -> restarts so far
 
     def run(self) -> int:
         """Bring the cluster up, run the trainers, tear down; returns launch's exit code."""
         try:
-            self.start_servers()
-            if not self.wait_servers_ready():
+            self.servers.start()
+            if not self.servers.wait_ready():
                 return self.interrupted_code()
             self.start_trainers()
             while True:
-                watched = [process for _, process, _ in self.servers] + self.trainers
+                watched = self.servers.processes + self.trainers
                 result = self.supervisor.wait(self.trainers, stop=self.stop, watch=watched)
-                if result.exit_code in (0, None) or not self.should_restart(result.failed):
+                if result.exit_code in (0, None) or not self.servers.should_restart(result.failed):
                     break
-                if not self.restart_server(result.failed, result.exit_code):
+                if not self.servers.restart(result.failed, result.exit_code):
                     return self.interrupted_code()
         except LaunchError as exc:
             self.supervisor.log(f"error: {exc}")
@@ -125,175 +120,19 @@ class Launch:
             self.teardown()
             return result.exit_code
         self.supervisor.log(f"all {len(self.trainers)} trainers finished: stopping the servers")
-        self.stop_servers()
+        self.servers.stop()
         return 0
 
     def interrupted_code(self) -> int:
-        signum = getattr(self.stop, "signum", signal.SIGTERM)
+        signum = self.stop.signum or signal.SIGTERM
         self.supervisor.log(f"received {signal.Signals(signum).name}: stopping every process")
         self.teardown()
         return 128 + signum
 
-    # --- servers -------------------------------------------------------------------------------
-
-    def start_servers(self) -> None:
-        for server in self.config.servers:
-            local = is_local_host(server.exec_host)
-            if local and port_accepts_connections(server.host, server.port):
-                raise LaunchError(
-                    f"servers[{server.part_id}]: {server.address} is already in use by another process "
-                    f"(stop it, e.g. `graphstore stop --config {self.config.path}`, or change the port)"
-                )
-            self.servers.append((server, self.start_server(server, local), local))
-
-    def start_server(self, server: ServerSpec, local: bool, restore_latest: bool = False) -> ManagedProcess:
-        """Start one server process (locally or through the remote-exec template)."""
-        env = dict(os.environ, **server_environment(self.config))
-        if local:
-            argv = server_command(self.config, server, self.options.python, restore_latest=restore_latest)
-            shown = argv
-        else:
-            python = self.config.remote_python or self.options.python
-            command = server_command(
-                self.config, server, python, restore_latest=restore_latest, token_file=True
-            )
-            shown_command = command
-            if self.config.token and not self.config.token_file:
-                # No file to point at: the token rides in the remote command's environment.
-                command = ["env", f"{TOKEN_ENV}={self.config.token}", *command]
-                shown_command = ["env", f"{TOKEN_ENV}=***", *shown_command]
-            argv = remote_argv(self.options.remote_exec, server.exec_host, command)
-            shown = remote_argv(self.options.remote_exec, server.exec_host, shown_command)
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-        process = self.supervisor.start(ProcessSpec("server", server.part_id, tuple(argv), env=env))
-        where = "locally" if local else f"on {server.exec_host}"
-        self.supervisor.log(
-            f"started server-{server.part_id} {where} (pid {process.pid}) "
-            f"for {server.address}: {shlex.join(shown)}"
-        )
-        return process
-
-    def should_restart(self, process: ManagedProcess | None) -> bool:
-        """Whether a failed process is a server that ``restart: on-failure`` lets launch start again."""
-        if process is None or self.config.restart != "on-failure":
-            return False
-        for server, current, _ in self.servers:
-            if current is process:
-                used = self.restarts.get(server.part_id, 0)
-                if used >= self.config.max_restarts:
-                    self.supervisor.log(
-                        f"event=restart_limit part_id={server.part_id} restarts={used} "
-                        f"max_restarts={self.config.max_restarts}: not restarting server-{server.part_id}"
-                    )
-                    return False
-                return True
-        return False
-
-    def restart_server(self, process: ManagedProcess, exit_code: int) -> bool:
-        """Start a failed server again and wait until it serves; False when launch was interrupted.
-
-        Raises:
-            LaunchError: it did not come back within the connect timeout and the restart budget.
-        """
-        index = next(i for i, (_, current, _) in enumerate(self.servers) if current is process)
-        server, _, local = self.servers[index]
-        # The dead server's group (anything it left behind) ends now; its number is not reused later.
-        self.supervisor.terminate([process], grace_period_s=0)
-        while True:
-            count = self.restarts.get(server.part_id, 0) + 1
-            self.restarts[server.part_id] = count
-            restore = self.config.checkpoint.path is not None
-            self.supervisor.log(
-                f"event=server_restart part_id={server.part_id} old_pid={process.pid} exit_code={exit_code} "
-                f"restart={count}/{self.config.max_restarts} "
-                f"restore={'latest_checkpoint' if restore else 'none'}"
-            )
-            if not restore:
-                self.supervisor.log(
-                    f"server-{server.part_id} restarts without checkpoint.path: its run-time tensors are lost"
-                )
-            process = self.start_server(server, local, restore_latest=restore)
-            self.servers[index] = (server, process, local)
-            try:
-                return self.wait_servers_ready([self.servers[index]])
-            except LaunchError as exc:
-                if count >= self.config.max_restarts:
-                    raise LaunchError(
-                        f"server-{server.part_id} could not be restarted ({count} restarts): {exc}",
-                        exit_code=exc.exit_code,
-                    ) from None
-                self.supervisor.log(f"server-{server.part_id} failed to come back: {exc}")
-                self.supervisor.terminate([process], grace_period_s=0)
-                exit_code = exit_code_of(process.poll() if process.poll() is not None else 1)
-
-    def wait_servers_ready(
-        self, servers: list[tuple[ServerSpec, ManagedProcess, bool]] | None = None
-    ) -> bool:
-        """Poll health until every server (default: all) is SERVING; False when interrupted.
-
-        Raises:
-            LaunchError: a server exited, or the connect timeout passed.
-        """
-        timeout = self.options.connect_timeout_s
-        deadline = time.monotonic() + timeout
-        pending = list(self.servers if servers is None else servers)
-        started = time.monotonic()
-        last_health: dict[int, str] = {}
-        while pending:
-            if self.stop.is_set():
-                return False
-            for entry in list(pending):
-                server, process, _ = entry
-                code = process.poll()
-                if code is not None:
-                    tail = process.stderr_tail().rstrip() or "(no output on stderr)"
-                    raise LaunchError(
-                        f"server-{server.part_id} exited with code {exit_code_of(code)} before serving; "
-                        f"its last stderr lines:\n{tail}",
-                        exit_code=exit_code_of(code) or 1,
-                    )
-                remaining = deadline - time.monotonic()
-                health = probe_health(
-                    server.address, timeout_s=max(0.05, min(1.0, remaining)), security=self.security
-                )
-                last_health[server.part_id] = health
-                if health == SERVING:
-                    pending.remove(entry)
-                    self.supervisor.log(
-                        f"server-{server.part_id} at {server.address} is SERVING "
-                        f"({time.monotonic() - started:.1f} s after start)"
-                    )
-            if pending and time.monotonic() >= deadline:
-                states = ", ".join(
-                    f"server-{s.part_id} {s.address}: {last_health.get(s.part_id, UNREACHABLE)}"
-                    for s, _, _ in pending
-                )
-                raise LaunchError(f"servers not SERVING within connect_timeout_s = {timeout:g} s ({states})")
-            if pending:
-                self.stop.wait(0.1)
-        return True
-
-    def stop_servers(self) -> None:
-        """Shutdown RPC to each server, wait for them to exit, then end whatever is left."""
-        for server, process, _ in self.servers:
-            if process.running:
-                try:
-                    request_shutdown(server.address, timeout_s=5.0, security=self.security)
-                except RuntimeError as exc:
-                    self.supervisor.log(f"{exc}; using SIGTERM")
-        processes = [process for _, process, _ in self.servers]
-        self.supervisor.wait(processes, timeout_s=self.options.grace_period_s, watch=())
-        self.supervisor.terminate(grace_period_s=self.options.grace_period_s)
-
     def teardown(self) -> None:
-        """End everything after a failure: remote servers get a Shutdown RPC first (ending the
-        local ssh client would not end them), then every process group gets SIGTERM / SIGKILL."""
-        for server, _, local in self.servers:
-            if not local:
-                try:
-                    request_shutdown(server.address, timeout_s=2.0, security=self.security)
-                except RuntimeError:
-                    pass
+        """End everything after a failure: remote servers get a Shutdown RPC first, then every process
+        group (servers and trainers) gets SIGTERM / SIGKILL."""
+        self.servers.shutdown_remote()
         self.supervisor.terminate(grace_period_s=self.options.grace_period_s)
 
     # --- trainers ------------------------------------------------------------------------------

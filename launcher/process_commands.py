@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from graphstore.auth import TOKEN_ENV
 from graphstore.config import ClusterConfig, ServerSpec
+from graphstore.limits import limits_to_flags
 
 
 def server_command(
@@ -21,10 +22,10 @@ def server_command(
 ) -> list[str]:
     """The ``graphstore server`` command line of one server.
 
-    The cluster's TLS files, metrics port (``metrics_port + part_id``) and periodic checkpoint settings
-    become flags. The token never does: it travels in the ``GRAPHSTORE_TOKEN`` environment variable
-    (:func:`server_environment`), or as ``--token-file`` (the config's ``token_file`` path, which must
-    exist on the server's host too) when ``token_file`` is True.
+    The cluster's TLS files, metrics port (``metrics_port + part_id``) and host, checkpoint settings
+    and request limits become flags. The token never does: it travels in the ``GRAPHSTORE_TOKEN``
+    environment variable (:func:`server_environment`), or as ``--token-file`` (the config's
+    ``token_file`` path, which must exist on the server's host too) when ``token_file`` is True.
 
     Args:
         config: the cluster config.
@@ -54,15 +55,26 @@ def server_command(
         argv += ["--tls-cert", config.tls.cert, "--tls-key", config.tls.key]
         if config.tls.client_auth:
             argv += ["--tls-ca", config.tls.ca]
+    if config.allow_short_token:
+        argv.append("--allow-short-token")
     if config.metrics_port is not None:
         argv += ["--metrics-port", str(config.metrics_port_of(server.part_id))]
+        if config.metrics_host is not None:
+            argv += ["--metrics-host", config.metrics_host]
     ckpt = config.checkpoint
+    if ckpt.root is not None:
+        argv += ["--checkpoint-root", ckpt.root]
+    argv += limits_to_flags(config.limits)
     if ckpt.path is not None:
         argv += ["--checkpoint-dir", ckpt.path, "--checkpoint-keep", str(ckpt.keep)]
         if ckpt.every_s is not None:
             argv += ["--checkpoint-every-s", f"{ckpt.every_s:g}"]
         if ckpt.every_updates is not None:
             argv += ["--checkpoint-every-updates", str(ckpt.every_updates)]
+        if ckpt.durability != "checkpoint":
+            argv += ["--durability", ckpt.durability]
+        if ckpt.fsync:
+            argv.append("--fsync")
         if restore_latest:
             argv.append("--restore-latest")
     return [*argv, *config.server_args]

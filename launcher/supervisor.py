@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TextIO
 
+from graphstore.launcher.stop_request import StopRequest
+
 
 @dataclass(frozen=True)
 class ProcessSpec:
@@ -35,6 +37,9 @@ class ProcessSpec:
         argv: the program and its arguments (no shell).
         env: the child's complete environment; None inherits the supervisor's.
         cwd: working directory; None inherits.
+        end_with_parent: on Linux, the child gets SIGTERM when the supervisor dies, even by SIGKILL
+            (``PR_SET_PDEATHSIG``): what ``graphstore servers`` uses so that a batch system killing it
+            leaves no server behind.
     """
 
     role: str
@@ -42,10 +47,29 @@ class ProcessSpec:
     argv: tuple[str, ...]
     env: Mapping[str, str] | None = None
     cwd: str | None = None
+    end_with_parent: bool = False
 
     @property
     def label(self) -> str:
         return f"{self.role}-{self.rank}"
+
+
+def _end_with_parent_hook():
+    """A ``preexec_fn`` asking Linux to send the child SIGTERM when its parent dies (None elsewhere).
+
+    libc is loaded here, in the parent: the forked child only calls ``prctl``.
+    """
+    if sys.platform != "linux":
+        return None
+    import ctypes
+
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+    return hook
 
 
 def exit_code_of(returncode: int) -> int:
@@ -118,6 +142,7 @@ class Supervisor:
         grace_period_s: how long :meth:`terminate` waits after SIGTERM before SIGKILL.
         stdout, stderr: where prefixed output lines go (default: this process's streams).
         tail_lines: how many stderr lines to keep per process.
+        name: the prefix of the supervisor's own lines (``[launch] ...``).
     """
 
     def __init__(
@@ -126,10 +151,12 @@ class Supervisor:
         stdout: TextIO | None = None,
         stderr: TextIO | None = None,
         tail_lines: int = 40,
+        name: str = "launch",
     ):
         if grace_period_s < 0:
             raise ValueError(f"grace_period_s must be >= 0, got {grace_period_s}")
         self.grace_period_s = grace_period_s
+        self.name = name
         self._stdout = stdout
         self._stderr = stderr
         self._tail_lines = tail_lines
@@ -158,6 +185,7 @@ class Supervisor:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
+            preexec_fn=_end_with_parent_hook() if spec.end_with_parent else None,
         )
         process = ManagedProcess(spec, popen, self._tail_lines)
         self._processes.append(process)
@@ -173,8 +201,8 @@ class Supervisor:
         return process
 
     def log(self, message: str) -> None:
-        """Write one ``[launch] ...`` line to stderr, in step with the children's output."""
-        self._write(f"[launch] {message}\n", to_stderr=True)
+        """Write one ``[NAME] ...`` line to stderr, in step with the children's output."""
+        self._write(f"[{self.name}] {message}\n", to_stderr=True)
 
     def _write(self, text: str, to_stderr: bool) -> None:
         target = (self._stderr or sys.stderr) if to_stderr else (self._stdout or sys.stdout)
@@ -201,7 +229,7 @@ class Supervisor:
         targets: Sequence[ManagedProcess],
         timeout_s: float | None = None,
         watch: Iterable[ManagedProcess] | None = None,
-        stop: threading.Event | None = None,
+        stop: threading.Event | StopRequest | None = None,
         poll_interval_s: float = 0.05,
     ) -> WaitResult:
         """Wait until every target has exited 0, or until any watched process exits non-zero.
@@ -211,7 +239,7 @@ class Supervisor:
             timeout_s: give up after this long (None: no bound).
             watch: processes whose failure also ends the wait (default: every supervised process).
                 A watched process that exits 0 before the targets finish does not end the wait.
-            stop: an event that ends the wait early when set (e.g. by a signal handler).
+            stop: ends the wait early when set (a :class:`StopRequest` when a signal handler sets it).
             poll_interval_s: how often exit states are checked.
 
         Returns:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -34,7 +35,8 @@ def balance_categories(graph: GraphData, balance_ntypes) -> np.ndarray | None:
         balance_ntypes: None; an int/bool array of length N (one category per node); the name of a
             node array; or a list of names of boolean masks (a node's category is the first mask
             that holds it, or "none of them"). On a typed graph a name refers to that array in every
-            node type that has it (``train_mask`` of papers); nodes of other types are in none.
+            node type that has it (``train_mask`` of papers); nodes of other types are in none; a
+            dict ``{ntype: array}`` gives some types' categories (DGL's form; other types: 0).
 
     Returns:
         int64 [N] categories, or None (a homogeneous graph without ``balance_ntypes``). On a typed
@@ -48,6 +50,8 @@ def balance_categories(graph: GraphData, balance_ntypes) -> np.ndarray | None:
         return graph.node_type_of() if typed else None
     if isinstance(balance_ntypes, str):
         balance_ntypes = [balance_ntypes]
+    if isinstance(balance_ntypes, Mapping):
+        balance_ntypes = _per_type_categories(graph, balance_ntypes)
     if isinstance(balance_ntypes, (list, tuple)) and all(isinstance(x, str) for x in balance_ntypes):
         arrays = [_named_node_array(graph, name) for name in balance_ntypes]
         if len(balance_ntypes) == 1:
@@ -68,6 +72,25 @@ def balance_categories(graph: GraphData, balance_ntypes) -> np.ndarray | None:
         _, category = np.unique(category, return_inverse=True)
         category = graph.node_type_of() * (int(category.max()) + 1 if category.size else 1) + category
     return category
+
+
+def _per_type_categories(graph: GraphData, per_type: Mapping) -> np.ndarray:
+    """One ``[N]`` array from ``{ntype: [nodes of that type] array}`` (0 for types not given).
+
+    Raises:
+        ValueError: an unknown node type or an array of the wrong length.
+    """
+    out = np.zeros(graph.num_nodes, dtype=np.int64)
+    offsets = graph.node_offsets
+    for ntype, values in per_type.items():
+        if ntype not in graph.schema.ntypes:
+            raise ValueError(
+                f"balance_ntypes names node type {ntype!r}; the types are {list(graph.schema.ntypes)}"
+            )
+        t = graph.schema.ntype_id(ntype)
+        rows = int(offsets[t + 1] - offsets[t])
+        out[offsets[t] : offsets[t + 1]] = _as_categories(values, f"balance_ntypes[{ntype!r}]", rows)
+    return out
 
 
 def _named_node_array(graph: GraphData, name: str) -> np.ndarray:

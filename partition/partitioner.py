@@ -24,6 +24,7 @@ from graphstore.partition.assignment import (
     edge_cut_fraction,
 )
 from graphstore.partition.graph import GraphData, graph_from_arrays, load_graph, validate_graph
+from graphstore.partition.input_adapters import graph_from_object, is_graph_object, rename_arrays
 from graphstore.partition.relabel import relabel
 from graphstore.partition.writer import (
     HALF_FLOAT_DTYPES,
@@ -131,12 +132,15 @@ def partition_graph(
     feat_dtype: str | None = None,
     seed: int = 0,
     overwrite: bool = False,
+    ndata_map: dict[str, str] | None = None,
+    edata_map: dict[str, str] | None = None,
 ) -> PartitionResult:
     """Partition a graph and write the partition files (``out_path/graph_name.json`` + ``partK/``).
 
     Args:
-        graph: a :class:`GraphData`, a dict of arrays shaped like an input ``.npz``, or the path of a
-            ``.npz`` / edge-list file.
+        graph: a :class:`GraphData`, a dict of arrays shaped like an input ``.npz``, the path of a
+            ``.npz`` / edge-list file, or an in-memory DGL graph or PyG ``Data`` / ``HeteroData``
+            (read by their interface, see :mod:`graphstore.partition.input_adapters`).
         graph_name: the graph's name (also the config file's name); letters, digits, ``-_.``.
         num_parts: number of partitions, ``1 <= num_parts <= num_nodes``.
         out_path: output folder; created; it must be absent or empty unless ``overwrite``.
@@ -149,6 +153,8 @@ def partition_graph(
             arrays with two or more dimensions) at half width; 1-D float arrays keep their dtype.
         seed: seed of the random assignment and of METIS.
         overwrite: replace an existing, non-empty output folder.
+        ndata_map, edata_map: rename node / edge arrays on the way in, ``{old: new}`` (see
+            :func:`~graphstore.partition.input_adapters.rename_arrays`).
 
     Returns:
         A :class:`PartitionResult` with the config path, statistics and the new->original ID maps.
@@ -189,10 +195,15 @@ def partition_graph(
         graph = graph_from_arrays(graph)
     elif isinstance(graph, GraphData):
         validate_graph(graph)
+    elif is_graph_object(graph):
+        graph = graph_from_object(graph)
     else:
         raise TypeError(
-            f"graph must be a GraphData, a dict of arrays or a file path, got {type(graph).__name__}"
+            "graph must be a GraphData, a dict of arrays, a file path, a DGL graph or a PyG Data / "
+            f"HeteroData, got {type(graph).__name__}"
         )
+    if ndata_map or edata_map:
+        graph = rename_arrays(graph, ndata_map, edata_map)
     check_num_parts(num_parts, graph.num_nodes)
     dtype_names = {
         **{("node", t, k): storage_dtype_name(v, k, feat_dtype) for t, k, v in graph.node_arrays()},

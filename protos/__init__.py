@@ -6,6 +6,6 @@ The stubs are not imported here, so ``python -m graphstore.protos.codegen`` runs
 missing or stale.
 """
 
-from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
 
-__all__ = ["ERROR_METADATA_KEY", "SERVICE_NAME"]
+__all__ = ["ERROR_METADATA_KEY", "MUTATING_METHODS", "SERVICE_NAME"]

@@ -288,6 +288,7 @@ def write_metadata(msg: pb.MetadataResponse, meta: PartitionMetadata) -> None:
     msg.canonical_etypes[:] = [etype_key(c) for c in meta.schema.canonical_etypes]
     msg.ntype_counts[:] = meta.ntype_counts
     msg.etype_counts[:] = meta.etype_counts
+    msg.checkpoint_root = meta.checkpoint_root
 
 
 def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
@@ -310,6 +311,7 @@ def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
         ),
         ntype_counts=tuple(msg.ntype_counts),
         etype_counts=tuple(msg.etype_counts),
+        checkpoint_root=msg.checkpoint_root,
     )
 
 

@@ -36,6 +36,12 @@ class PushOp(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
     ASSIGN: _ClassVar[PushOp]
     ADD: _ClassVar[PushOp]
+
+class CheckpointPhase(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    WRITE: _ClassVar[CheckpointPhase]
+    COMMIT: _ClassVar[CheckpointPhase]
+    ABORT: _ClassVar[CheckpointPhase]
 DTYPE_UNSPECIFIED: DType
 FLOAT32: DType
 FLOAT16: DType
@@ -54,6 +60,9 @@ IN: EdgeDir
 OUT: EdgeDir
 ASSIGN: PushOp
 ADD: PushOp
+WRITE: CheckpointPhase
+COMMIT: CheckpointPhase
+ABORT: CheckpointPhase
 
 class Tensor(_message.Message):
     __slots__ = ("dtype", "shape", "data")
@@ -64,6 +73,14 @@ class Tensor(_message.Message):
     shape: _containers.RepeatedScalarFieldContainer[int]
     data: bytes
     def __init__(self, dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., data: _Optional[bytes] = ...) -> None: ...
+
+class RequestId(_message.Message):
+    __slots__ = ("client", "seq")
+    CLIENT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    client: str
+    seq: int
+    def __init__(self, client: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class TensorScheme(_message.Message):
     __slots__ = ("name", "dtype", "shape", "policy", "persistent", "writable", "version", "from_partition", "owner", "type")
@@ -94,7 +111,7 @@ class MetadataRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class MetadataResponse(_message.Message):
-    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts")
+    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts", "checkpoint_root")
     GRAPH_NAME_FIELD_NUMBER: _ClassVar[int]
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTS_FIELD_NUMBER: _ClassVar[int]
@@ -110,6 +127,7 @@ class MetadataResponse(_message.Message):
     CANONICAL_ETYPES_FIELD_NUMBER: _ClassVar[int]
     NTYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
     ETYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
+    CHECKPOINT_ROOT_FIELD_NUMBER: _ClassVar[int]
     graph_name: str
     part_id: int
     num_parts: int
@@ -125,7 +143,8 @@ class MetadataResponse(_message.Message):
     canonical_etypes: _containers.RepeatedScalarFieldContainer[str]
     ntype_counts: _containers.RepeatedScalarFieldContainer[int]
     etype_counts: _containers.RepeatedScalarFieldContainer[int]
-    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ...) -> None: ...
+    checkpoint_root: str
+    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ..., checkpoint_root: _Optional[str] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("name", "ids")
@@ -144,16 +163,18 @@ class PullResponse(_message.Message):
     def __init__(self, rows: _Optional[_Union[Tensor, _Mapping]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class PushRequest(_message.Message):
-    __slots__ = ("name", "ids", "rows", "op")
+    __slots__ = ("name", "ids", "rows", "op", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
     OP_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: Tensor
     rows: Tensor
     op: PushOp
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ..., op: _Optional[_Union[PushOp, str]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ..., op: _Optional[_Union[PushOp, str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class PushResponse(_message.Message):
     __slots__ = ("version",)
@@ -186,7 +207,7 @@ class Initializer(_message.Message):
     def __init__(self, kind: _Optional[_Union[Initializer.Kind, str]] = ..., a: _Optional[float] = ..., b: _Optional[float] = ..., seed: _Optional[int] = ...) -> None: ...
 
 class InitRequest(_message.Message):
-    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner", "type")
+    __slots__ = ("name", "dtype", "shape", "policy", "persistent", "init", "owner", "type", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     DTYPE_FIELD_NUMBER: _ClassVar[int]
     SHAPE_FIELD_NUMBER: _ClassVar[int]
@@ -195,6 +216,7 @@ class InitRequest(_message.Message):
     INIT_FIELD_NUMBER: _ClassVar[int]
     OWNER_FIELD_NUMBER: _ClassVar[int]
     TYPE_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     dtype: DType
     shape: _containers.RepeatedScalarFieldContainer[int]
@@ -203,7 +225,8 @@ class InitRequest(_message.Message):
     init: Initializer
     owner: str
     type: str
-    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., dtype: _Optional[_Union[DType, str]] = ..., shape: _Optional[_Iterable[int]] = ..., policy: _Optional[_Union[Policy, str]] = ..., persistent: _Optional[bool] = ..., init: _Optional[_Union[Initializer, _Mapping]] = ..., owner: _Optional[str] = ..., type: _Optional[str] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class InitResponse(_message.Message):
     __slots__ = ("created", "scheme")
@@ -214,10 +237,12 @@ class InitResponse(_message.Message):
     def __init__(self, created: _Optional[bool] = ..., scheme: _Optional[_Union[TensorScheme, _Mapping]] = ...) -> None: ...
 
 class DeleteRequest(_message.Message):
-    __slots__ = ("name",)
+    __slots__ = ("name", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
-    def __init__(self, name: _Optional[str] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class DeleteResponse(_message.Message):
     __slots__ = ("deleted",)
@@ -314,16 +339,18 @@ class OptimizerConfig(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., lr: _Optional[float] = ..., eps: _Optional[float] = ..., beta1: _Optional[float] = ..., beta2: _Optional[float] = ...) -> None: ...
 
 class PushGradRequest(_message.Message):
-    __slots__ = ("name", "ids", "grads", "optimizer")
+    __slots__ = ("name", "ids", "grads", "optimizer", "request_id")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     GRADS_FIELD_NUMBER: _ClassVar[int]
     OPTIMIZER_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: Tensor
     grads: Tensor
     optimizer: OptimizerConfig
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., grads: _Optional[_Union[Tensor, _Mapping]] = ..., optimizer: _Optional[_Union[OptimizerConfig, _Mapping]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., grads: _Optional[_Union[Tensor, _Mapping]] = ..., optimizer: _Optional[_Union[OptimizerConfig, _Mapping]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class PushGradResponse(_message.Message):
     __slots__ = ("version",)
@@ -332,30 +359,44 @@ class PushGradResponse(_message.Message):
     def __init__(self, version: _Optional[int] = ...) -> None: ...
 
 class BarrierRequest(_message.Message):
-    __slots__ = ("name", "count", "timeout_s", "participant")
+    __slots__ = ("name", "count", "timeout_s", "participant", "has_ticket", "ticket", "leave")
     NAME_FIELD_NUMBER: _ClassVar[int]
     COUNT_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_S_FIELD_NUMBER: _ClassVar[int]
     PARTICIPANT_FIELD_NUMBER: _ClassVar[int]
+    HAS_TICKET_FIELD_NUMBER: _ClassVar[int]
+    TICKET_FIELD_NUMBER: _ClassVar[int]
+    LEAVE_FIELD_NUMBER: _ClassVar[int]
     name: str
     count: int
     timeout_s: float
     participant: str
-    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ...) -> None: ...
+    has_ticket: bool
+    ticket: int
+    leave: bool
+    def __init__(self, name: _Optional[str] = ..., count: _Optional[int] = ..., timeout_s: _Optional[float] = ..., participant: _Optional[str] = ..., has_ticket: _Optional[bool] = ..., ticket: _Optional[int] = ..., leave: _Optional[bool] = ...) -> None: ...
 
 class BarrierResponse(_message.Message):
-    __slots__ = ("generation",)
+    __slots__ = ("generation", "released")
     GENERATION_FIELD_NUMBER: _ClassVar[int]
+    RELEASED_FIELD_NUMBER: _ClassVar[int]
     generation: int
-    def __init__(self, generation: _Optional[int] = ...) -> None: ...
+    released: bool
+    def __init__(self, generation: _Optional[int] = ..., released: _Optional[bool] = ...) -> None: ...
 
 class CheckpointRequest(_message.Message):
-    __slots__ = ("path", "names")
+    __slots__ = ("path", "names", "request_id", "save_id", "phase")
     PATH_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    SAVE_ID_FIELD_NUMBER: _ClassVar[int]
+    PHASE_FIELD_NUMBER: _ClassVar[int]
     path: str
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    request_id: RequestId
+    save_id: str
+    phase: CheckpointPhase
+    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ..., save_id: _Optional[str] = ..., phase: _Optional[_Union[CheckpointPhase, str]] = ...) -> None: ...
 
 class CheckpointResponse(_message.Message):
     __slots__ = ("files", "rows")
@@ -366,12 +407,14 @@ class CheckpointResponse(_message.Message):
     def __init__(self, files: _Optional[_Iterable[str]] = ..., rows: _Optional[int] = ...) -> None: ...
 
 class RestoreRequest(_message.Message):
-    __slots__ = ("path", "names")
+    __slots__ = ("path", "names", "request_id")
     PATH_FIELD_NUMBER: _ClassVar[int]
     NAMES_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     path: str
     names: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ...) -> None: ...
+    request_id: RequestId
+    def __init__(self, path: _Optional[str] = ..., names: _Optional[_Iterable[str]] = ..., request_id: _Optional[_Union[RequestId, _Mapping]] = ...) -> None: ...
 
 class RestoreResponse(_message.Message):
     __slots__ = ("names", "rows")

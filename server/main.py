@@ -3,7 +3,8 @@
 ``graphstore server --part-config G.json --part-id K --port P`` calls :func:`serve`. The process
 
 1. raises glibc's malloc thresholds (:mod:`graphstore.malloc`),
-2. loads its partition with memory-mapped arrays (optionally restores a checkpoint: a given folder,
+2. loads its partition with memory-mapped arrays and validates it (:mod:`graphstore.partition.validate`:
+   one line naming a bad file, no traceback; optionally restores a checkpoint: a given folder,
    or the newest periodic checkpoint of this partition with ``restore_latest``),
 3. starts the ``graphstore.PartitionService`` and ``grpc.health.v1.Health`` services (TLS and the
    shared-token check when configured, :mod:`graphstore.auth`), the Prometheus metrics
@@ -11,7 +12,12 @@
    with its address, partition and load time,
 4. on SIGTERM / SIGINT or a Shutdown call: reports NOT_SERVING, stops accepting new calls, lets the
    calls in flight finish (bounded by ``grace_s``), writes a last periodic checkpoint and/or the
-   exit checkpoint when configured, and returns 0.
+   exit checkpoint when configured, and returns 0 (1 when a last checkpoint failed: the log line
+   ``event=final_checkpoint_failed`` says what was not saved).
+
+Mutating requests go through the write path (:mod:`~graphstore.server.durable_state`): replays of a
+request ID get the first answer, and with a checkpoint folder the answers wait for durability
+(``durability``: ``checkpoint`` or ``wal``, see ``docs/server.md``).
 
 Events (start, restore, stop) are logged as one ``event=NAME key=value ...`` line each.
 """
@@ -24,14 +30,18 @@ import signal
 import threading
 import time
 from concurrent import futures
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from graphstore.auth import TokenAuthInterceptor, server_credentials, validate_token
+from graphstore.auth_limiter import AuthFailureLimiter
+from graphstore.limits import RequestLimits
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
+from graphstore.server.durability import DURABILITY_MODES
+from graphstore.server.durable_state import DurableState
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
 from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
@@ -52,18 +62,27 @@ class ServerConfig:
         port: TCP port; 0 picks a free one (printed in the startup line).
         writable_features: load the partition's features into memory and allow writes to them.
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
-        num_threads: worker threads answering calls; each waiting barrier participant holds one.
+        num_threads: worker threads answering calls (a waiting barrier participant holds none).
         grace_s: on shutdown, how long calls in flight may take to finish.
         token: the shared token every call but health checks must carry (None: no check).
+        allow_short_token: accept a token shorter than 16 characters.
         tls_cert, tls_key: the server's TLS certificate and key (PEM); TLS is on when given.
         tls_ca: a CA bundle; when given, clients must present a certificate it signed (mutual TLS).
-        metrics_port: serve Prometheus metrics on this port of ``host`` (None: off; 0: a free port).
+        metrics_port: serve Prometheus metrics on this port (None: off; 0: a free port).
+        metrics_host: the interface the metrics endpoint binds (loopback unless configured).
         restore_from: a checkpoint folder to restore after loading, before serving.
         checkpoint_on_exit: a folder to checkpoint every run-time tensor to on a clean shutdown.
         checkpoint_dir: the periodic checkpoints' folder (this server writes ``DIR/part-K``).
         checkpoint_every_s, checkpoint_every_updates: when to write them (either or both).
         checkpoint_keep: how many complete periodic checkpoints to keep.
         restore_latest: restore the newest periodic checkpoint under ``checkpoint_dir`` before serving.
+        durability: ``checkpoint`` (answers wait for the periodic checkpoints' loss bound) or ``wal``
+            (every write is appended to a write-ahead log under ``checkpoint_dir`` before it is
+            answered; a restart replays the log on top of the newest checkpoint).
+        fsync: with ``wal``, sync the log before answering (survives a power loss, not only a crash).
+        checkpoint_root: the folder the names of Checkpoint / Restore calls are confined to (None:
+            ``checkpoints/`` beside the partition config).
+        limits: the bounds every request is held to (:class:`~graphstore.limits.RequestLimits`).
     """
 
     part_config: str
@@ -86,6 +105,12 @@ class ServerConfig:
     checkpoint_every_updates: int | None = None
     checkpoint_keep: int = 3
     restore_latest: bool = False
+    durability: str = "checkpoint"
+    fsync: bool = False
+    allow_short_token: bool = False
+    metrics_host: str = "127.0.0.1"
+    checkpoint_root: str | None = None
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
     def validate(self) -> None:
         """Check value ranges.
@@ -104,7 +129,8 @@ class ServerConfig:
         if not 0 <= self.grace_s <= 60:
             raise ValueError(f"grace_s must be in [0, 60], got {self.grace_s}")
         if self.token is not None:
-            validate_token(self.token)
+            validate_token(self.token, allow_short=self.allow_short_token)
+        self.limits.validate()
         if (self.tls_cert is None) != (self.tls_key is None):
             raise ValueError("tls_cert and tls_key go together: give both or neither")
         if self.tls_ca is not None and self.tls_cert is None:
@@ -119,6 +145,12 @@ class ServerConfig:
             raise ValueError("restore_latest needs checkpoint_dir")
         if self.restore_latest and self.restore_from:
             raise ValueError("restore_latest and restore_from exclude each other")
+        if self.durability not in DURABILITY_MODES:
+            raise ValueError(f"durability must be one of {list(DURABILITY_MODES)}, got {self.durability!r}")
+        if self.durability == "wal" and not self.checkpoint_dir:
+            raise ValueError("durability 'wal' needs checkpoint_dir (the log lives beside the checkpoints)")
+        if self.fsync and self.durability != "wal":
+            raise ValueError("fsync applies to durability 'wal' only")
 
     def checkpoint_policy(self) -> CheckpointPolicy | None:
         """The periodic checkpoint policy, or None without ``checkpoint_dir``."""
@@ -175,15 +207,23 @@ class RunningServer:
     """
 
     def __init__(self, config: ServerConfig) -> None:
-        from graphstore.partition import load_partition
+        from graphstore.partition.validate import load_validated_partition
 
         config.validate()
         self.config = config
         self._stop_requested = threading.Event()
+        self._stop_signalled = False
         started = time.monotonic()
-        data = load_partition(config.part_config, config.part_id)
-        self.partition = PartitionServer(data, writable_features=config.writable_features)
+        data = load_validated_partition(config.part_config, config.part_id)
+        self.partition = PartitionServer(
+            data,
+            writable_features=config.writable_features,
+            limits=config.limits,
+            checkpoint_root=config.checkpoint_root,
+            barrier_holders=max(1, config.num_threads // 8),
+        )
         self.restored_from: str | None = None
+        restored_checkpoint = None
         if config.restore_from:
             names, rows = self.partition.restore(config.restore_from)
             self.restored_from = config.restore_from
@@ -209,19 +249,22 @@ class RunningServer:
             else:
                 path, names, rows = restored
                 self.restored_from = str(path)
+                restored_checkpoint = path
                 log_event(
                     logger, "restored", part_id=config.part_id, path=path, tensors=len(names), rows=rows
                 )
-        self.load_time_s = time.monotonic() - started
-
         self.metrics = ServerMetrics(config.part_id) if config.metrics_port is not None else None
         self.checkpointer = (
             PeriodicCheckpointer(self.partition, policy, self.metrics) if policy is not None else None
         )
+        self.durable = DurableState(self.checkpointer, config.durability, config.fsync, restored_checkpoint)
         interceptors = []
         if config.token:
             on_denied = self.metrics.denied if self.metrics is not None else None
-            interceptors.append(TokenAuthInterceptor(config.token, on_denied=on_denied))
+            limiter = AuthFailureLimiter(config.limits.auth_failure_burst, config.limits.auth_cooldown_s)
+            interceptors.append(
+                TokenAuthInterceptor(config.token, on_denied, limiter, allow_short=config.allow_short_token)
+            )
         self._grpc = grpc.server(
             futures.ThreadPoolExecutor(max_workers=config.num_threads, thread_name_prefix="graphstore-rpc"),
             options=grpc_server_options(config.max_message_bytes),
@@ -231,8 +274,11 @@ class RunningServer:
             self.partition,
             on_shutdown=self.request_stop,
             metrics=self.metrics,
-            on_update=self.checkpointer.note_update if self.checkpointer is not None else None,
+            write_path=self.durable.write_path,
+            limits=config.limits,
         )
+        self.durable.replay(self._servicer.apply_logged)
+        self.load_time_s = time.monotonic() - started
         self._grpc.add_generic_rpc_handlers((self._servicer.generic_handler(),))
         self._health = health.HealthServicer(
             experimental_non_blocking=True,
@@ -256,11 +302,15 @@ class RunningServer:
         if self.metrics is not None:
             try:
                 self.metrics_port = self.metrics.serve(
-                    config.metrics_port, config.host.strip("[]"), config.tls_cert, config.tls_key
+                    config.metrics_port,
+                    config.metrics_host.strip("[]"),
+                    config.tls_cert,
+                    config.tls_key,
+                    config.token,
                 )
             except OSError as exc:
                 self._grpc.stop(0)
-                where = format_address(config.host, config.metrics_port)
+                where = format_address(config.metrics_host, config.metrics_port)
                 raise OSError(f"metrics_port: cannot listen on {where}: {exc}") from None
         if not is_loopback(config.host) and not (config.token and config.tls_cert):
             log_event(
@@ -279,15 +329,28 @@ class RunningServer:
             self._health.set(service, health_pb2.HealthCheckResponse.SERVING)
 
     def request_stop(self) -> None:
-        """Ask :meth:`wait` to return (thread- and signal-safe)."""
+        """Ask :meth:`wait` to return (from any thread; a signal handler calls :meth:`signal_stop`)."""
         self._stop_requested.set()
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until a stop is requested; True if it was."""
-        return self._stop_requested.wait(timeout)
+    def signal_stop(self) -> None:
+        """Ask :meth:`wait` to return, from a signal handler: only a flag is set. ``Event.set()`` there
+        could deadlock: the handler runs in the main thread, possibly while that thread holds the
+        event's lock inside :meth:`wait`. A waiting :meth:`wait` sees the flag when its timeout ends."""
+        self._stop_signalled = True
 
-    def stop(self) -> None:
-        """Report NOT_SERVING, stop accepting, finish calls in flight (bounded), checkpoint if asked."""
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until a stop is requested (or, when a timeout is given, signalled); True if it was."""
+        if self._stop_signalled:
+            return True
+        return self._stop_requested.wait(timeout) or self._stop_signalled
+
+    def stop(self) -> bool:
+        """Report NOT_SERVING, stop accepting, finish calls in flight (bounded), checkpoint if asked.
+
+        Returns:
+            False when a last checkpoint failed (logged as ``final_checkpoint_failed`` with what was not
+            saved), else True.
+        """
         self._health.enter_graceful_shutdown()
         stopped = self._grpc.stop(self.config.grace_s)
         # New calls are refused from here on, so no barrier can fill up any more: release its waiters.
@@ -296,23 +359,46 @@ class RunningServer:
         self._servicer.wait_idle(self.config.grace_s)
         self._grpc.stop(0)
         stopped.wait(self.config.grace_s + 1.0)
+        saved = True
         if self.checkpointer is not None:
             # Every call is answered: the last checkpoint holds every update a client was told about.
             try:
                 self.checkpointer.stop(final_checkpoint=True)
-            except OSError as exc:
-                log_event(logger, "checkpoint_failed", logging.ERROR, part_id=self.config.part_id, error=exc)
+            except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it
+                saved = False
+                self._log_unsaved(str(self.checkpointer.folder), exc, self.checkpointer.unsaved_updates)
+        self.durable.close()
         if self.config.checkpoint_on_exit:
-            files, rows = self.partition.checkpoint(self.config.checkpoint_on_exit)
-            log_event(
-                logger,
-                "checkpointed_on_exit",
-                part_id=self.config.part_id,
-                path=self.config.checkpoint_on_exit,
-                rows=rows,
-            )
+            try:
+                files, rows = self.partition.checkpoint(self.config.checkpoint_on_exit)
+            except Exception as exc:  # noqa: BLE001 - reported, and the exit code says it
+                saved = False
+                self._log_unsaved(self.config.checkpoint_on_exit, exc, None)
+            else:
+                log_event(
+                    logger,
+                    "checkpointed_on_exit",
+                    part_id=self.config.part_id,
+                    path=self.config.checkpoint_on_exit,
+                    rows=rows,
+                )
         if self.metrics is not None:
             self.metrics.close()
+        return saved
+
+    def _log_unsaved(self, path: str, error: Exception, unsaved_updates: int | None) -> None:
+        tensors = [s.name for s in self.partition.list_tensors() if s.writable]
+        log_event(
+            logger,
+            "final_checkpoint_failed",
+            logging.ERROR,
+            part_id=self.config.part_id,
+            path=path,
+            error=f"{type(error).__name__}: {error}",
+            unsaved_updates="all" if unsaved_updates is None else unsaved_updates,
+            unsaved_tensors=",".join(tensors) or "none",
+            write_log_kept=self.config.durability == "wal" and path != self.config.checkpoint_on_exit,
+        )
 
 
 def serve(config: ServerConfig) -> int:
@@ -322,7 +408,7 @@ def serve(config: ServerConfig) -> int:
     ``graphstore server: serving partition 0 of cora at 127.0.0.1:50051 (loaded in 0.12 s)``.
 
     Returns:
-        0 after a clean shutdown.
+        0 after a clean shutdown; 1 when a last checkpoint failed (what was not saved is logged).
 
     Raises:
         FileNotFoundError, ValueError: a bad partition config or part id.
@@ -346,7 +432,7 @@ def serve(config: ServerConfig) -> int:
     previous = {}
     if in_main_thread:
         for sig in stop_signals:
-            previous[sig] = signal.signal(sig, lambda signum, frame: running.request_stop())
+            previous[sig] = signal.signal(sig, lambda signum, frame: running.signal_stop())
         signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
     try:
         graph_name = running.partition.partition.graph_name
@@ -373,9 +459,9 @@ def serve(config: ServerConfig) -> int:
         while not running.wait(0.5):  # short waits keep the main thread responsive to signals
             pass
         log_event(logger, "server_stopping", part_id=config.part_id)
-        running.stop()
+        saved = running.stop()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    log_event(logger, "server_stopped", part_id=config.part_id)
-    return 0
+    log_event(logger, "server_stopped", part_id=config.part_id, saved=saved)
+    return 0 if saved else 1

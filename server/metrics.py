@@ -2,7 +2,8 @@
 
 Off by default; ``graphstore server --metrics-port P`` (or ``metrics_port`` in the cluster YAML, where
 server ``k`` uses ``metrics_port + k``) serves them over HTTP (HTTPS when the server has a TLS
-certificate) on the server's bind address:
+certificate) on loopback unless ``--metrics-host`` / ``metrics_host`` says otherwise, behind the
+server's token when it has one (:mod:`graphstore.server.metrics_http`):
 
 - ``graphstore_rpc_requests_total{method, code}``: calls answered, by gRPC status;
 - ``graphstore_rpc_latency_seconds{method}``: a histogram of the time spent answering;
@@ -22,7 +23,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from graphstore.server.metrics_http import serve_metrics
 
 ANONYMOUS_TENSOR_PREFIX = "_anon."  # graphstore.client.constants.ANONYMOUS_PREFIX
 ANONYMOUS_LABEL = "(anonymous)"
@@ -158,20 +161,24 @@ class ServerMetrics:
         host: str = "127.0.0.1",
         certfile: str | None = None,
         keyfile: str | None = None,
+        token: str | None = None,
     ) -> int:
         """Serve ``/metrics`` over HTTP (HTTPS with ``certfile`` / ``keyfile``) in a daemon thread.
 
+        Args:
+            port: the TCP port (0: a free one).
+            host: the interface to bind (loopback by default).
+            certfile, keyfile: serve HTTPS.
+            token: require ``Authorization: Bearer <token>`` (the server's shared token).
+
         Returns:
-            The port it listens on (``port=0`` picks a free one).
+            The port it listens on.
 
         Raises:
             OSError: the port cannot be bound.
         """
-        server, _thread = start_http_server(
-            port, addr=host, registry=self.registry, certfile=certfile, keyfile=keyfile
-        )
-        self._http = server
-        return int(server.server_address[1])
+        self._http = serve_metrics(self.registry, port, host, token, certfile, keyfile)
+        return int(self._http.server_address[1])
 
     def close(self) -> None:
         """Stop serving ``/metrics``."""

@@ -8,7 +8,8 @@ locking, error types) is defined once, here and in the modules it composes:
 - :mod:`~graphstore.server.sampler`: vectorized neighbor sampling and structure queries;
 - :mod:`~graphstore.server.optimizer`: sparse optimizer state beside the rows;
 - :mod:`~graphstore.server.barrier`: named barriers;
-- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs.
+- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs;
+- :mod:`~graphstore.server.checkpoint_set`: cluster-wide checkpoints as one consistent set.
 """
 
 from __future__ import annotations
@@ -24,13 +25,17 @@ import numpy as np
 
 from graphstore.dtypes import bfloat16_bits_to_float32
 from graphstore.ids import as_id_array
+from graphstore.limits import RequestLimits
 from graphstore.partition.types import PartitionData
+from graphstore.server import checkpoint_set
 from graphstore.server.barrier import BarrierRegistry
 from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.checkpoint_root import CheckpointRoot
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
-from graphstore.server.id_range import IdRange
+from graphstore.server.memory_budget import MemoryBudget
 from graphstore.server.optimizer import SparseOptimizerState
+from graphstore.server.partition_tensors import id_ranges, original_ids, partition_tensors
 from graphstore.server.structure import PartitionStructure, check_edge_dir
 from graphstore.server.tensor_store import TensorStore
 from graphstore.types import (
@@ -41,91 +46,9 @@ from graphstore.types import (
     PartitionMetadata,
     ServerStats,
     TensorScheme,
-    typed_tensor_name,
 )
 
 logger = logging.getLogger(__name__)
-
-
-def _edge_feature_name(name: str, node_names: set[str]) -> str:
-    """Edge features share the tensor namespace with node features; on a homogeneous graph a clashing
-    edge feature is registered as ``edge:NAME``."""
-    return f"edge:{name}" if name in node_names else name
-
-
-def _id_ranges(book, part_id: int) -> dict[str, IdRange]:
-    """The IDs this partition owns in every ID space: all nodes, all edges, and each type's."""
-    schema = book.schema
-    policies = [NODE, EDGE]
-    if not schema.is_homogeneous:
-        policies += [schema.node_policy(t) for t in schema.ntypes]
-        policies += [schema.edge_policy(c) for c in schema.canonical_etypes]
-    ranges = {}
-    for policy in policies:
-        bounds = book.policy_bounds(policy)
-        ranges[policy] = IdRange(int(bounds[part_id]), int(bounds[part_id + 1]), int(bounds[-1]))
-    return ranges
-
-
-def _partition_tensors(partition: PartitionData):
-    """``(policy, tensor name, array, scheme)`` of every feature in the partition files: plain names
-    on a homogeneous graph, ``TYPE/NAME`` (DGL's ``"paper/feat"``) on a typed one."""
-    schema = partition.schema
-    if schema.is_homogeneous:
-        node_feats = next(iter(partition.node_feats.values()), {})
-        node_schemes = next(iter(partition.node_schemes.values()), {})
-        for name, array in node_feats.items():
-            yield NODE, name, array, node_schemes[name]
-        for type_key, feats in partition.edge_feats.items():
-            for name, array in feats.items():
-                yield (
-                    EDGE,
-                    _edge_feature_name(name, set(node_feats)),
-                    array,
-                    partition.edge_schemes[type_key][name],
-                )
-        return
-    for ntype, feats in partition.node_feats.items():
-        for name, array in feats.items():
-            yield (
-                schema.node_policy(ntype),
-                typed_tensor_name(ntype, name),
-                array,
-                partition.node_schemes[ntype][name],
-            )
-    for type_key, feats in partition.edge_feats.items():
-        for name, array in feats.items():
-            policy = schema.edge_policy(type_key)
-            yield policy, typed_tensor_name(type_key, name), array, partition.edge_schemes[type_key][name]
-
-
-def original_ids(partition: PartitionData) -> dict[str, np.ndarray]:
-    """Original IDs of the local rows of every ID space, in local order (what checkpoints key rows by).
-
-    Per-type spaces use the original per-type IDs. The homogeneous spaces of a typed graph use the
-    original per-type ID plus the type's offset in type-ID order (the input's homogeneous ID), which
-    does not depend on how the graph was partitioned.
-    """
-    schema, book = partition.schema, partition.book
-    orig_nid, orig_eid = np.asarray(partition.orig_nid), np.asarray(partition.orig_eid)
-    if schema.is_homogeneous:
-        return {NODE: orig_nid, EDGE: orig_eid}
-    out: dict[str, np.ndarray] = {}
-    node_totals = np.array([book.num_nodes(t) for t in schema.ntypes], dtype=np.int64)
-    edge_totals = np.array([book.num_edges(c) for c in schema.canonical_etypes], dtype=np.int64)
-    node_shift = np.concatenate(([0], np.cumsum(node_totals)[:-1]))
-    edge_shift = np.concatenate(([0], np.cumsum(edge_totals)[:-1]))
-    node_counts = np.diff(partition.ntype_offsets)
-    edge_counts = np.diff(partition.etype_offsets)
-    out[NODE] = orig_nid + np.repeat(node_shift, node_counts)
-    out[EDGE] = orig_eid + np.repeat(edge_shift, edge_counts)
-    for t, ntype in enumerate(schema.ntypes):
-        out[schema.node_policy(ntype)] = orig_nid[partition.ntype_offsets[t] : partition.ntype_offsets[t + 1]]
-    for e, canonical in enumerate(schema.canonical_etypes):
-        out[schema.edge_policy(canonical)] = orig_eid[
-            partition.etype_offsets[e] : partition.etype_offsets[e + 1]
-        ]
-    return out
 
 
 class PartitionServer:
@@ -139,6 +62,13 @@ class PartitionServer:
             raises PermissionError.
         gather_threads: threads per large pull (see :class:`~graphstore.server.gather.RowGatherer`);
             None: the usable CPUs, at most 4.
+        limits: the bounds of barrier waits and the memory margin of new tensors (default: the
+            defaults of :class:`~graphstore.limits.RequestLimits`).
+        checkpoint_root: the folder the names of clients' checkpoints live under (default:
+            ``checkpoints/`` beside the partition config); :meth:`checkpoint` and :meth:`restore`
+            themselves take folder paths (the servicer and the standalone transport resolve names).
+        barrier_holders: barrier calls that may be held waiting for their release at once (a server
+            keeps most of its worker threads free for other calls).
 
     Raises:
         ValueError: both ``writable_features`` and ``read_only_view``.
@@ -151,24 +81,38 @@ class PartitionServer:
         writable_features: bool = False,
         read_only_view: bool = False,
         gather_threads: int | None = None,
+        limits: RequestLimits | None = None,
+        checkpoint_root: str | None = None,
+        barrier_holders: int = 4,
     ) -> None:
         if writable_features and read_only_view:
             raise ValueError("writable_features and read_only_view exclude each other")
+        limits = limits if limits is not None else RequestLimits()
         self.part_id = int(partition.part_id)
         self._partition = partition
         self._read_only_view = read_only_view
+        self.checkpoint_root = (
+            CheckpointRoot(checkpoint_root)
+            if checkpoint_root
+            else CheckpointRoot.for_partition(partition.config_path)
+        )
         book = partition.book
         self._book = book
         self._node_bounds = tuple(int(b) for b in np.asarray(book.node_bounds))
         self._edge_bounds = tuple(int(b) for b in np.asarray(book.edge_bounds))
         self._store = TensorStore(
-            self.part_id, _id_ranges(book, self.part_id), RowGatherer(threads=gather_threads)
+            self.part_id,
+            id_ranges(book, self.part_id),
+            RowGatherer(threads=gather_threads),
+            MemoryBudget(limits.memory_margin_bytes),
         )
-        for policy, name, array, scheme in _partition_tensors(partition):
+        for policy, name, array, scheme in partition_tensors(partition):
             self._store.add_partition_tensor(name, array, scheme.dtype, policy, writable_features)
         self._structure = PartitionStructure(partition)
         self._optimizer = SparseOptimizerState()
-        self._barriers = BarrierRegistry()
+        self._barriers = BarrierRegistry(
+            limits.max_barrier_timeout_s, limits.max_barrier_waiters, max_holders=barrier_holders
+        )
         self._started = time.monotonic()
         self._counters: Counter[str] = Counter()
         self._counter_lock = threading.Lock()
@@ -225,6 +169,7 @@ class PartitionServer:
             tensors=tuple(self.list_tensors()),
             part_config=p.config_path,
             hostname=socket.gethostname(),
+            checkpoint_root=self.checkpoint_root.root,
         )
 
     def stats(self) -> ServerStats:
@@ -477,6 +422,21 @@ class PartitionServer:
         """
         return self._barriers.wait(name, count, timeout_s, participant)
 
+    def barrier_arrive(
+        self, name: str, count: int, timeout_s: float, participant: str, ticket: int | None, hold_s: float
+    ) -> tuple[bool, int]:
+        """Arrive at (or poll) barrier ``name`` without waiting for the others (the servicer's way,
+        see :meth:`BarrierRegistry.arrive <graphstore.server.barrier.BarrierRegistry.arrive>`).
+
+        Returns:
+            ``(released, generation)``.
+        """
+        return self._barriers.arrive(name, count, timeout_s, participant, ticket, hold_s)
+
+    def barrier_leave(self, name: str, participant: str) -> None:
+        """Withdraw a polling participant's arrival (it gave up waiting)."""
+        self._barriers.leave(name, participant)
+
     def close(self) -> None:
         """Release waiting barrier participants and stop the gather threads (shutdown); the data stays
         readable."""
@@ -486,8 +446,13 @@ class PartitionServer:
     def _orig_ids(self) -> dict[str, np.ndarray]:
         return original_ids(self._partition)
 
-    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
-        """Write tensors (all run-time tensors by default) and their optimizer state under ``path``.
+    def checkpoint(
+        self, path: str, names: list[str] | None = None, save_id: str | None = None
+    ) -> tuple[list[str], int]:
+        """Write tensors (all run-time tensors by default) and their optimizer state under ``path``:
+        straight into ``path``, or as this partition's part of the cluster-wide save ``save_id``
+        (:func:`~graphstore.server.checkpoint_set.write_part`; then :meth:`commit_checkpoint` or
+        :meth:`abort_checkpoint`).
 
         Returns:
             ``(files written, rows written)``.
@@ -495,21 +460,43 @@ class PartitionServer:
         Raises:
             KeyError: an unknown tensor.
             PermissionError: a read-only view.
+            OSError: the folder cannot be written (a save's part leaves no file behind).
         """
         self._writes_allowed("checkpoint")
         if not path:
             raise ValueError("path: a checkpoint needs a folder path")
         if not names:
             names = [s.name for s in self._store.schemes() if not s.from_partition]
-        return save_checkpoint(
-            path,
-            self._store,
-            list(names),
-            graph_name=self._partition.graph_name,
-            num_parts=len(self._node_bounds) - 1,
-            orig_ids=self._orig_ids(),
-            optimizer=self._optimizer_hooks(),
-        )
+        num_parts = len(self._node_bounds) - 1
+
+        def write(folder: str) -> tuple[list[str], int]:
+            return save_checkpoint(
+                folder,
+                self._store,
+                list(names),
+                graph_name=self._partition.graph_name,
+                num_parts=num_parts,
+                orig_ids=self._orig_ids(),
+                optimizer=self._optimizer_hooks(),
+            )
+
+        if not save_id:
+            return write(path)
+        return checkpoint_set.write_part(path, save_id, self.part_id, num_parts, list(names), write)
+
+    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
+        """Make save ``save_id`` (every partition wrote its part) the checkpoint of ``names`` at ``path``.
+
+        Raises:
+            FileNotFoundError: this partition's part of the save is missing.
+        """
+        self._writes_allowed("checkpoint")
+        checkpoint_set.commit(path, save_id, self.part_id, len(self._node_bounds) - 1, list(names))
+
+    def abort_checkpoint(self, path: str, save_id: str) -> None:
+        """Remove the files of the unfinished save ``save_id`` under ``path``."""
+        self._writes_allowed("checkpoint")
+        checkpoint_set.abort(path, save_id)
 
     def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
         """Load tensors and optimizer state from a checkpoint written by any number of partitions.
@@ -518,18 +505,26 @@ class PartitionServer:
             ``(restored names, rows restored)``.
 
         Raises:
-            FileNotFoundError: missing folder or tensor.
-            ValueError: another graph's checkpoint, a scheme mismatch, or incomplete coverage.
+            FileNotFoundError: missing folder or tensor, or an incomplete checkpoint set (naming the
+                missing parts).
+            ValueError: another graph's checkpoint, a scheme mismatch, incomplete coverage, or a set
+                mixing saves.
             PermissionError: a read-only view or tensor.
         """
         self._writes_allowed("restore")
         if not path:
             raise ValueError("path: a restore needs a folder path")
-        return restore_checkpoint(
-            path,
-            self._store,
-            list(names) if names else None,
-            graph_name=self._partition.graph_name,
-            orig_ids=self._orig_ids(),
-            optimizer=self._optimizer_hooks(),
-        )
+        restored: list[str] = []
+        rows = 0
+        for root, group in checkpoint_set.restore_roots(path, list(names) if names else None):
+            done, count = restore_checkpoint(
+                root,
+                self._store,
+                group,
+                graph_name=self._partition.graph_name,
+                orig_ids=self._orig_ids(),
+                optimizer=self._optimizer_hooks(),
+            )
+            restored += done
+            rows += count
+        return restored, rows

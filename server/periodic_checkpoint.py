@@ -14,10 +14,13 @@ checkpoints are kept (``keep + 1`` for a moment when a crash falls between a ren
 of the oldest; the next start removes it).
 
 An *update* is one Push, PushGrad, Init that created a tensor, Delete that deleted one, or Restore.
-A checkpoint includes every update that was answered before it started (the manifest's
-``updates``) and possibly some that arrived while it was written (each tensor is read under its
-lock, so each tensor's rows are consistent). A server that dies loses exactly the updates after its
-latest complete checkpoint: at most ``every_updates`` updates, or ``every_s`` seconds of them.
+On a server, writes are held back while a checkpoint's tensors are read (the write gate of
+:mod:`~graphstore.server.write_path`), so a checkpoint holds exactly the updates applied before it
+started (the manifest's ``updates``), and the replay window saved beside them holds exactly their
+answers. A server that dies loses the updates after its latest complete checkpoint, and no more than
+the loss bound allows: the answer of an update waits (:meth:`PeriodicCheckpointer.wait_saved`) until
+it is at most the ``every_updates``-th update after the latest complete checkpoint, and was applied
+less than ``every_s`` seconds after the first update that checkpoint does not hold.
 """
 
 from __future__ import annotations
@@ -29,19 +32,26 @@ import shutil
 import threading
 import time
 import uuid
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.periodic_checkpoint_folders import (
     FORMAT,
     MANIFEST,
     TENSORS_FOLDER,
+    WINDOW_FILE,
     checkpoint_name,
     checkpoint_sequence,
     list_checkpoints,
     partition_folder,
 )
+from graphstore.server.synced_files import fsync_path, fsync_tree
+
+if TYPE_CHECKING:
+    from graphstore.server.write_path import WritePath
 
 logger = logging.getLogger(__name__)
 
@@ -78,26 +88,6 @@ class CheckpointPolicy:
             raise ValueError(f"checkpoint_keep must be >= 1, got {self.keep}")
 
 
-def _fsync_tree(folder: Path) -> None:
-    """fsync every file and folder under ``folder`` (the rename that follows must not outrun the data)."""
-    for dirpath, _dirnames, filenames in os.walk(folder):
-        for name in filenames:
-            fd = os.open(os.path.join(dirpath, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-        _fsync_dir(Path(dirpath))
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 class PeriodicCheckpointer:
     """Writes checkpoints of a partition every ``every_s`` seconds and/or ``every_updates`` updates.
 
@@ -116,8 +106,12 @@ class PeriodicCheckpointer:
         self._metrics = metrics
         self._cond = threading.Condition()
         self._write_lock = threading.Lock()
-        self._updates = 0  # updates answered so far (monotonic)
+        self._updates = 0  # updates applied so far (monotonic)
         self._checkpointed_updates = 0  # self._updates when the last checkpoint started
+        self._saved_updates = 0  # self._updates when the latest complete checkpoint started
+        self._first_unsaved_at: float | None = None  # when the first update not saved was applied
+        self._first_since_snapshot_at: float | None = None  # ... the first since the last snapshot
+        self._write_path: WritePath | None = None
         self._last_time = time.monotonic()
         self._stopping = False
         self._thread: threading.Thread | None = None
@@ -135,13 +129,65 @@ class PeriodicCheckpointer:
         with self._cond:
             return self._updates
 
-    def note_update(self, count: int = 1) -> None:
-        """Count answered updates (called by the servicer after each successful write)."""
+    @property
+    def unsaved_updates(self) -> int:
+        """Updates the latest complete checkpoint does not hold."""
         with self._cond:
+            return self._updates - self._saved_updates
+
+    def use_write_path(self, write_path: WritePath) -> None:
+        """Take each checkpoint under ``write_path``'s exclusive gate, with its replay window (and the
+        write-ahead log rotated at that point)."""
+        self._write_path = write_path
+
+    def note_update(self, count: int = 1) -> tuple[int, float]:
+        """Count applied updates (the write path calls it for each successful write).
+
+        Returns:
+            The token of :meth:`wait_saved`: the last update's number and when it was applied.
+        """
+        with self._cond:
+            now = time.monotonic()
             self._updates += count
+            if self._first_unsaved_at is None:
+                self._first_unsaved_at = now
+            if self._first_since_snapshot_at is None:
+                self._first_since_snapshot_at = now
             every = self.policy.every_updates
             if every is not None and self._updates - self._checkpointed_updates >= every:
                 self._cond.notify_all()
+            return self._updates, now
+
+    def wait_saved(self, token: tuple[int, float], timeout: float | None) -> None:
+        """Block until the update of ``token`` may be answered under the loss bound: it is at most the
+        ``every_updates``-th after the latest complete checkpoint and was applied within ``every_s``
+        of the first update that checkpoint lacks (no bound without a running background thread).
+
+        Raises:
+            ConnectionAbortedError: still not within ``timeout`` seconds (checkpoints late or failing;
+                the client retries and its replay waits again).
+        """
+        number, applied_at = token
+        end = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not self._within_bound(number, applied_at):
+                remaining = None if end is None else end - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise ConnectionAbortedError(
+                        f"update {number} was applied but its answer waits for a periodic checkpoint "
+                        f"(every_updates={self.policy.every_updates}, every_s={self.policy.every_s}; "
+                        f"the latest complete one holds {self._saved_updates} updates); retry"
+                    )
+                self._cond.wait(remaining)
+
+    def _within_bound(self, number: int, applied_at: float) -> bool:
+        if number <= self._saved_updates or self._thread is None:
+            return True
+        every_updates, every_s = self.policy.every_updates, self.policy.every_s
+        if every_updates is not None and number > self._saved_updates + every_updates:
+            return False
+        first = self._first_unsaved_at
+        return every_s is None or first is None or applied_at < first + every_s
 
     def start(self) -> None:
         """Start the background thread (a no-op without ``every_s`` and ``every_updates``)."""
@@ -178,11 +224,12 @@ class PeriodicCheckpointer:
                     # Retry after a pause instead of spinning on a full disk.
                     self._cond.wait(min(self.policy.every_s or 5.0, 5.0))
 
-    def checkpoint_now(self, reason: str = "requested") -> Path | None:
+    def checkpoint_now(self, reason: str = "requested", force: bool = False) -> Path | None:
         """Write a checkpoint now (serialized with the periodic ones).
 
         Args:
             reason: logged with the event (periodic, shutdown, ...).
+            force: write one even when nothing changed since the last.
 
         Returns:
             The new ``ckpt-N`` folder, or None when nothing changed since the last checkpoint.
@@ -192,20 +239,14 @@ class PeriodicCheckpointer:
         """
         with self._write_lock:
             with self._cond:
-                updates = self._updates
-                if updates == self._checkpointed_updates and self._seq > 0:
+                if self._updates == self._checkpointed_updates and self._seq > 0 and not force:
                     return None
-                previous = self._checkpointed_updates
-                self._checkpointed_updates = updates
-                self._last_time = time.monotonic()
             started = time.monotonic()
             try:
-                path, names, rows = self._write(updates)
+                path, names, rows, updates = self._write()
             except BaseException:
                 if self._metrics is not None:
                     self._metrics.checkpoints.labels("failed").inc()
-                with self._cond:
-                    self._checkpointed_updates = previous  # still due: the updates are not saved
                 raise
             seconds = time.monotonic() - started
             if self._metrics is not None:
@@ -225,7 +266,39 @@ class PeriodicCheckpointer:
             self._prune()
             return path
 
-    def _write(self, updates: int) -> tuple[Path, list[str], int]:
+    def _snapshot_taken(self) -> tuple[int, int]:
+        """Note a snapshot's start: ``(updates it holds, the previous checkpointed count)``."""
+        with self._cond:
+            updates, previous = self._updates, self._checkpointed_updates
+            self._checkpointed_updates = updates
+            self._first_since_snapshot_at = None
+            self._last_time = time.monotonic()
+        return updates, previous
+
+    def _saved(self, updates: int) -> None:
+        with self._cond:
+            if updates > self._saved_updates:
+                self._saved_updates = updates
+                self._first_unsaved_at = self._first_since_snapshot_at if self._updates > updates else None
+            self._cond.notify_all()
+
+    def _write(self) -> tuple[Path, list[str], int, int]:
+        """Write the next checkpoint under the write gate; ``(folder, tensors, rows, updates held)``."""
+        write_path = self._write_path
+        with write_path.snapshot() if write_path is not None else nullcontext() as snapshot:
+            updates, previous = self._snapshot_taken()
+            try:
+                final, names, rows = self._write_folder(updates, snapshot)
+            except BaseException:
+                with self._cond:
+                    self._checkpointed_updates = previous  # still due: the updates are not saved
+                raise
+        self._saved(updates)
+        if snapshot is not None:
+            write_path.snapshot_saved(snapshot)
+        return final, names, rows, updates
+
+    def _write_folder(self, updates: int, snapshot) -> tuple[Path, list[str], int]:
         seq = self._seq + 1
         tmp = self.folder / f".tmp-ckpt-{seq:08d}-{uuid.uuid4().hex[:8]}"
         tmp.mkdir()
@@ -255,14 +328,17 @@ class PeriodicCheckpointer:
                 "tensors": names,
                 "rows": int(rows),
                 "updates": updates,
+                "wal_segment": snapshot.wal_segment if snapshot is not None else None,
                 "started_at": started_at,
                 "completed_at": time.time(),
             }
+            if snapshot is not None:
+                (tmp / WINDOW_FILE).write_bytes(snapshot.window)
             (tmp / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True))
-            _fsync_tree(tmp)
+            fsync_tree(tmp)
             final = self.folder / checkpoint_name(seq)
             os.rename(tmp, final)
-            _fsync_dir(self.folder)
+            fsync_path(self.folder)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise
@@ -285,7 +361,9 @@ class PeriodicCheckpointer:
             self._cond.notify_all()
         if self._thread is not None:
             self._thread.join()
-            self._thread = None
+            with self._cond:
+                self._thread = None  # no loss bound any more: the last checkpoint follows
+                self._cond.notify_all()
         if not final_checkpoint:
             return None
         return self.checkpoint_now("shutdown")

@@ -4,6 +4,8 @@ Layout (``DIR`` is the cluster's ``--checkpoint-dir``)::
 
     DIR/part-K/ckpt-00000007/manifest.json          what, when, how many updates it includes
     DIR/part-K/ckpt-00000007/tensors/<name>/...     server.checkpoint's layout (rows keyed by original IDs)
+    DIR/part-K/ckpt-00000007/replay_window.json     the answers of the latest requests it holds
+    DIR/part-K/wal/wal-00000008.log                 the write-ahead log since (durability: wal)
 
 A ``ckpt-N`` folder with a manifest is complete: the writer
 (:mod:`~graphstore.server.periodic_checkpoint`) renames a checkpoint into place only once it is
@@ -19,6 +21,7 @@ from pathlib import Path
 
 MANIFEST = "manifest.json"
 TENSORS_FOLDER = "tensors"
+WINDOW_FILE = "replay_window.json"
 FORMAT = "graphstore-periodic-checkpoint-1"
 _CKPT_RE = re.compile(r"^ckpt-(\d{8})$")
 

@@ -14,7 +14,9 @@ exception type as the in-process server does.
 
 Two optional hooks serve the reliability features: ``metrics`` (a
 :class:`~graphstore.server.metrics.ServerMetrics`: per-call counts and latencies, per-tensor bytes)
-and ``on_update`` (called after each answered write, which the periodic checkpointer counts).
+and ``write_path`` (:class:`~graphstore.server.write_path.WritePath`: every mutating request goes
+through it, which answers replays of a request ID with the first answer, orders the writes with the
+checkpoints and makes them durable before they are answered).
 """
 
 from __future__ import annotations
@@ -29,11 +31,17 @@ import grpc
 import numpy as np
 from google.protobuf.message import DecodeError
 
-from graphstore.errors import BarrierTimeoutError
+from graphstore import dtypes
+from graphstore.errors import BarrierTimeoutError, LimitExceededError, StaleRequestError, StorageFullError
+from graphstore.limits import RequestLimits
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.protos.service import ERROR_METADATA_KEY, SERVICE_NAME
+from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
+from graphstore.server.barrier_calls import answer_barrier
+from graphstore.server.checkpoint_root import NamedCheckpoints
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
+from graphstore.server.limits import RequestGuard
+from graphstore.server.write_path import WritePath
 from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:
@@ -45,6 +53,9 @@ logger = logging.getLogger(__name__)
 # subclasses (FileExistsError, FileNotFoundError, PermissionError, TimeoutError) come first.
 _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str], ...] = (
     ((BarrierTimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "BarrierTimeoutError"),
+    ((StaleRequestError,), grpc.StatusCode.FAILED_PRECONDITION, "StaleRequestError"),
+    ((LimitExceededError,), grpc.StatusCode.RESOURCE_EXHAUSTED, ""),  # the class's own name
+    ((StorageFullError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "StorageFullError"),
     ((TimeoutError,), grpc.StatusCode.DEADLINE_EXCEEDED, "TimeoutError"),
     ((FileExistsError,), grpc.StatusCode.ALREADY_EXISTS, "FileExistsError"),
     ((FileNotFoundError,), grpc.StatusCode.NOT_FOUND, "FileNotFoundError"),
@@ -53,6 +64,7 @@ _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str
     ((KeyError,), grpc.StatusCode.NOT_FOUND, "KeyError"),
     ((ValueError, TypeError, OverflowError, IndexError), grpc.StatusCode.INVALID_ARGUMENT, "ValueError"),
     ((MemoryError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
+    ((OSError,), grpc.StatusCode.FAILED_PRECONDITION, "OSError"),
 )
 
 
@@ -64,7 +76,7 @@ def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
     message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
     for exc_types, code, name in _STATUS_TABLE:
         if isinstance(exc, exc_types):
-            return code, str(message), name
+            return code, str(message), name or type(exc).__name__
     return grpc.StatusCode.INTERNAL, f"internal error: {type(exc).__name__}: {message}", "InternalError"
 
 
@@ -81,10 +93,6 @@ _INIT_KINDS = {
     pb.Initializer.CONSTANT: "constant",
     pb.Initializer.PUSHED: "pushed",
 }
-
-
-def _no_update() -> None:
-    pass
 
 
 def _identity(data: bytes) -> bytes:
@@ -104,8 +112,8 @@ class PartitionServicer:
         on_shutdown: called (once per Shutdown RPC) after the Shutdown answer is produced; the
             process owner stops the gRPC server from it.
         metrics: where to count calls, latencies and tensor bytes (None: not counted).
-        on_update: called after each successful write (Push, PushGrad, an Init that created a tensor,
-            a Delete that deleted one, Restore).
+        write_path: the path of the mutating requests (default: a replay window, answers at once).
+        limits: the bounds each request is checked against (:mod:`graphstore.server.limits`).
     """
 
     def __init__(
@@ -113,12 +121,14 @@ class PartitionServicer:
         server,
         on_shutdown: Callable[[], None] | None = None,
         metrics: ServerMetrics | None = None,
-        on_update: Callable[[], None] | None = None,
+        write_path: WritePath | None = None,
+        limits: RequestLimits | None = None,
     ) -> None:
         self._server = server
+        self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
         self._on_shutdown = on_shutdown
         self._metrics = metrics
-        self._on_update = on_update or _no_update
+        self.write_path = write_path or WritePath()
         self._in_flight = InFlightCalls()
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
             "Metadata": (pb.MetadataRequest, self._metadata),
@@ -161,15 +171,22 @@ class PartitionServicer:
         """
         return self._in_flight.wait_quiet(timeout, settle)
 
+    def apply_logged(self, method: str, raw: bytes) -> None:
+        """Apply a request from the write-ahead log again (a restarting server), past the write path.
+
+        Raises:
+            ValueError, KeyError, ...: what the handler raises.
+        """
+        request_type, handler = self._methods[method]
+        handler(request_type.FromString(raw), None)
+
     def _bind(
         self, method: str, request_type: type, handler: Callable
     ) -> Callable[[bytes, grpc.ServicerContext], Any]:
         metrics = self._metrics
+        mutating = method in MUTATING_METHODS
 
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
-            # The call stays in flight until its answer has been sent, not just computed.
-            if not context.add_callback(self._in_flight.leave):
-                self._in_flight.leave()  # already terminated (cancelled by the client)
             if metrics is None:
                 return _call(raw, context)
             started = time.perf_counter()
@@ -190,6 +207,10 @@ class PartitionServicer:
                     raise ValueError(
                         f"request: {len(raw)} bytes are not a valid {request_type.__name__}: {exc}"
                     ) from None
+                if mutating:
+                    return self.write_path.run(
+                        method, request, raw, lambda: handler(request, context), context.time_remaining()
+                    )
                 return handler(request, context)
             except Exception as exc:  # noqa: BLE001 - the one place that maps exceptions to statuses
                 code, message, name = status_for(exc)
@@ -212,34 +233,39 @@ class PartitionServicer:
     def _stats(self, request: pb.StatsRequest, context) -> pb.StatsResponse:
         response = pb.StatsResponse()
         codec.write_stats(response, self._server.stats())
+        response.counters["replayed_writes"] = self.write_path.replays
         return response
 
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
+        with self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize):
+            return self._pull_rows(request.name, scheme, ids)
+
+    def _pull_rows(self, name: str, scheme, ids: np.ndarray) -> bytes:
         target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
-            self._server.pull_into(request.name, ids, rows)
+            self._server.pull_into(name, ids, rows)
             if self._metrics is not None:
-                self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+                self._metrics.tensor_io(name, "pull", rows.nbytes)
             return answer
-        rows = self._server.pull(request.name, ids)
+        rows = self._server.pull(name, ids)
         if self._metrics is not None:
-            self._metrics.tensor_io(request.name, "pull", rows.nbytes)
+            self._metrics.tensor_io(name, "pull", rows.nbytes)
         return pull_wire.encode_pull_response(rows, scheme.dtype)
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
         rows, dtype = codec.read_tensor(request.rows, "rows")
+        self._guard.row_bytes(len(ids), rows.shape[1:], rows.itemsize, f"tensor {request.name!r}")
         if dtype != scheme.dtype:
             raise ValueError(
                 f"rows: dtype {dtype} does not match tensor {request.name!r} of dtype {scheme.dtype}"
             )
         version = self._server.push(request.name, ids, rows, codec.op_from_wire(request.op))
-        self._on_update()
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "push", rows.nbytes)
         return pb.PushResponse(version=version)
@@ -254,6 +280,7 @@ class PartitionServicer:
             b=_finite(request.init.b, "init.b"),
             seed=request.init.seed,
         )
+        self._guard.shape(request.shape)
         created, scheme = self._server.init_tensor(
             request.name,
             tuple(request.shape),
@@ -263,8 +290,6 @@ class PartitionServicer:
             init,
             request.owner,
         )
-        if created:
-            self._on_update()
         response = pb.InitResponse(created=created)
         codec.write_scheme(response.scheme, scheme)
         return response
@@ -272,7 +297,6 @@ class PartitionServicer:
     def _delete(self, request: pb.DeleteRequest, context) -> pb.DeleteResponse:
         deleted = self._server.delete_tensor(request.name)
         if deleted:
-            self._on_update()
             if self._metrics is not None:
                 self._metrics.forget_tensor(request.name)
         return pb.DeleteResponse(deleted=deleted)
@@ -294,66 +318,77 @@ class PartitionServicer:
 
     def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
         seeds = codec.read_ids(request.seeds, "seeds")
-        src, dst, eid = self._server.sample_neighbors(
-            seeds,
-            list(request.fanouts) if request.fanouts else int(request.fanout),
-            codec.edge_dir_from_wire(request.edge_dir),
-            request.replace,
-            list(request.probs) if request.probs else (request.prob or None),
-            request.random_seed if request.has_random_seed else None,
-            codec.read_ids(request.exclude_eids, "exclude_eids")
-            if request.HasField("exclude_eids")
-            else None,
+        edge_dir = codec.edge_dir_from_wire(request.edge_dir)
+        fanout = list(request.fanouts) if request.fanouts else int(request.fanout)
+        exclude_eids = (
+            codec.read_ids(request.exclude_eids, "exclude_eids") if request.HasField("exclude_eids") else None
         )
-        return self._edges(src, dst, eid)
+        with self._guard.sample(seeds, fanout, edge_dir, request.replace, exclude_eids):
+            src, dst, eid = self._server.sample_neighbors(
+                seeds,
+                fanout,
+                edge_dir,
+                request.replace,
+                list(request.probs) if request.probs else (request.prob or None),
+                request.random_seed if request.has_random_seed else None,
+                exclude_eids,
+            )
+            return self._edges(src, dst, eid)
 
     def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
         eids = codec.read_ids(request.eids, "eids")
-        src, dst = self._server.find_edges(eids)
-        return self._edges(src, dst, eids)
+        with self._guard.rows(len(eids), "eids"):
+            src, dst = self._server.find_edges(eids)
+            return self._edges(src, dst, eids)
 
     def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
-        src, dst, eid = self._server.in_subgraph(codec.read_ids(request.nodes, "nodes"))
-        return self._edges(src, dst, eid)
+        nodes = codec.read_ids(request.nodes, "nodes")
+        with self._guard.in_subgraph(nodes):
+            src, dst, eid = self._server.in_subgraph(nodes)
+            return self._edges(src, dst, eid)
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")
-        degrees = self._server.degrees(
-            nids, codec.edge_dir_from_wire(request.edge_dir), request.etype if request.has_etype else None
-        )
-        response = pb.DegreesResponse()
-        codec.write_ids(response.degrees, degrees)
+        with self._guard.rows(len(nids), "nids"):
+            degrees = self._server.degrees(
+                nids, codec.edge_dir_from_wire(request.edge_dir), request.etype if request.has_etype else None
+            )
+            response = pb.DegreesResponse()
+            codec.write_ids(response.degrees, degrees)
         return response
 
     def _push_grad(self, request: pb.PushGradRequest, context) -> pb.PushGradResponse:
         ids = codec.read_ids(request.ids, "ids")
         grads, _ = codec.read_tensor(request.grads, "grads", dtype="float32", ndim=2)
+        self._guard.row_bytes(len(ids), grads.shape[1:], grads.itemsize, f"tensor {request.name!r}")
         opt = request.optimizer
         config = OptimizerConfig(kind=opt.kind, lr=opt.lr, eps=opt.eps, beta1=opt.beta1, beta2=opt.beta2)
         version = self._server.push_grad(request.name, ids, grads, config)
-        self._on_update()
         if self._metrics is not None:
             self._metrics.tensor_io(request.name, "push_grad", grads.nbytes)
         return pb.PushGradResponse(version=version)
 
     def _barrier(self, request: pb.BarrierRequest, context) -> pb.BarrierResponse:
-        timeout_s = request.timeout_s
-        remaining = context.time_remaining()
-        if remaining is not None and math.isfinite(timeout_s) and timeout_s > 0:
-            # Never wait past the caller's deadline: it could not hear the answer anyway.
-            timeout_s = max(min(timeout_s, remaining), 1e-3)
-        generation = self._server.barrier(request.name, request.count, timeout_s, request.participant)
-        return pb.BarrierResponse(generation=generation)
+        self._guard.barrier_timeout(request.timeout_s)  # as sent, before anything bounds it
+        return answer_barrier(self._server, request, context)
 
     def _checkpoint(self, request: pb.CheckpointRequest, context) -> pb.CheckpointResponse:
-        files, rows = self._server.checkpoint(request.path, list(request.names) or None)
+        names = list(request.names) or None
+        checkpoints = NamedCheckpoints(self._server.checkpoint_root, self._server)
+        if request.phase == pb.COMMIT:
+            checkpoints.commit(request.path, request.save_id, names or [])
+            return pb.CheckpointResponse()
+        if request.phase == pb.ABORT:
+            checkpoints.abort(request.path, request.save_id)
+            return pb.CheckpointResponse()
+        files, rows = checkpoints.checkpoint(request.path, names, save_id=request.save_id or None)
         response = pb.CheckpointResponse(rows=rows)
         response.files[:] = files
         return response
 
     def _restore(self, request: pb.RestoreRequest, context) -> pb.RestoreResponse:
-        names, rows = self._server.restore(request.path, list(request.names) or None)
-        self._on_update()
+        checkpoints = NamedCheckpoints(self._server.checkpoint_root, self._server)
+        names, rows = checkpoints.restore(request.path, list(request.names) or None)
         response = pb.RestoreResponse(rows=rows)
         response.names[:] = names
         return response

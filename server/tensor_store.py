@@ -25,9 +25,9 @@ import numpy as np
 
 from graphstore import dtypes
 from graphstore.server.gather import RowGatherer
-from graphstore.server.host_memory import available_memory_bytes
 from graphstore.server.id_range import IdRange, to_local_ids
 from graphstore.server.initializers import fill_initial
+from graphstore.server.memory_budget import MemoryBudget
 from graphstore.server.row_arithmetic import scatter_add
 from graphstore.server.stored_tensor import StoredTensor
 from graphstore.types import INITIALIZERS, InitSpec, TensorScheme
@@ -43,6 +43,8 @@ class TensorStore:
         ranges: the IDs this partition owns in each ID space, by policy (``"node"``, ``"edge"``, and
             on a typed graph ``"node:<ntype>"`` / ``"edge:<src>:<etype>:<dst>"``).
         gatherer: how pulls gather rows (default: split large pulls across the usable CPUs).
+        memory: admits new tensors against the server's memory budget (default: the host's and the
+            cgroup's free memory minus 256 MiB).
     """
 
     def __init__(
@@ -50,8 +52,10 @@ class TensorStore:
         part_id: int,
         ranges: Mapping[str, IdRange],
         gatherer: RowGatherer | None = None,
+        memory: MemoryBudget | None = None,
     ) -> None:
         self.part_id = part_id
+        self.memory = memory if memory is not None else MemoryBudget()
         self._ranges = dict(ranges)
         self._tensors: dict[str, StoredTensor] = {}
         self._registry_lock = threading.Lock()
@@ -166,7 +170,7 @@ class TensorStore:
         Raises:
             ValueError: empty name, bad shape / dtype / policy / initializer.
             FileExistsError: ``name`` exists with another shape, dtype or policy.
-            MemoryError: the rows would not fit in this host's available memory.
+            MemoryBudgetError: (a MemoryError) the rows do not fit the server's memory budget.
         """
         if not isinstance(name, str) or not name:
             raise ValueError(f"name: a tensor needs a non-empty name, got {name!r}")
@@ -190,14 +194,9 @@ class TensorStore:
         local_shape = (id_range.size, *shape[1:])
         itemsize = dtypes.info(dtype).storage.itemsize
         nbytes = int(np.prod(local_shape, dtype=object)) * itemsize
-        available = available_memory_bytes()
-        if available is not None and nbytes > available:
-            raise MemoryError(
-                f"shape: tensor {name!r} of shape {list(shape)} needs {nbytes} bytes on partition "
-                f"{self.part_id}, more than the {available} bytes available"
-            )
-        data = np.empty(local_shape, dtype=dtypes.info(dtype).storage)
-        fill_initial(data, dtype, init, init.seed + self.part_id)
+        with self.memory.admit(nbytes, f"tensor {name!r} of shape {list(shape)} on partition {self.part_id}"):
+            data = np.empty(local_shape, dtype=dtypes.info(dtype).storage)
+            fill_initial(data, dtype, init, init.seed + self.part_id)
         tensor = StoredTensor(
             name=name,
             dtype=dtype,

@@ -18,9 +18,7 @@ import functools
 import itertools
 import logging
 import os
-import socket
 import threading
-import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -33,6 +31,7 @@ from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import open_in_process
+from graphstore.client.transport.request_ids import new_client_id
 from graphstore.config import ClusterConfig
 from graphstore.errors import ServerError
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
@@ -56,7 +55,8 @@ class ClientContext:
     :func:`get_context`.
 
     Attributes:
-        client_id: unique per process (host, pid and a random suffix); the owner of tensors it creates.
+        client_id: unique per process (host, pid and a random suffix); the owner of tensors it creates
+            and the client part of its request IDs.
         graph_name: the graph's name.
         book: the :class:`~graphstore.partition.RangePartitionBook`.
         num_parts: number of partitions.
@@ -82,8 +82,9 @@ class ClientContext:
         part_config: str | None = None,
         config: ClusterConfig | None = None,
         background_nice: int = DEFAULT_BACKGROUND_NICE,
+        client_id: str | None = None,
     ):
-        self.client_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.client_id = client_id or new_client_id()
         self.graph_name = graph_name
         self.book = book
         self.num_parts = len(partitions)
@@ -123,7 +124,8 @@ class ClientContext:
                 ``config.rpc.connect_timeout_s`` (the message names its address).
             graphstore.errors.ConfigError: servers that disagree with the config or each other.
         """
-        cluster = connect_servers(config)
+        client_id = new_client_id()
+        cluster = connect_servers(config, client_id)
         ctx = cls(
             graph_name=cluster.metadata.graph_name,
             book=cluster.book,
@@ -136,6 +138,7 @@ class ClientContext:
             part_config=cluster.part_config,
             config=config,
             background_nice=config.background_nice,
+            client_id=client_id,
         )
         for scheme in cluster.metadata.tensors:
             ctx._schemes[scheme.name] = scheme

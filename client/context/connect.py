@@ -49,9 +49,13 @@ class ClusterConnection:
     part_config: str | None
 
 
-def connect_servers(config: ClusterConfig) -> ClusterConnection:
+def connect_servers(config: ClusterConfig, client_id: str | None = None) -> ClusterConnection:
     """Connect to every server of ``config``: wait (bounded) until each is SERVING, fetch and
     cross-check metadata, build the partition book, and open the co-located partition's files.
+
+    Args:
+        config: the cluster.
+        client_id: the client ID of this process's request IDs (None: a new one per server).
 
     Raises:
         graphstore.errors.ServerUnavailableError: a server that does not become ready in
@@ -65,7 +69,9 @@ def connect_servers(config: ClusterConfig) -> ClusterConnection:
     )
     try:
         for server in config.servers:
-            remotes.append(RemotePartition(server.address, server.part_id, config.rpc, security))
+            remotes.append(
+                RemotePartition(server.address, server.part_id, config.rpc, security, client_id=client_id)
+            )
 
         def ready_and_metadata(remote) -> PartitionMetadata:
             remote.wait_ready(config.rpc.connect_timeout_s)

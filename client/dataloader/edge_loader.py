@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from graphstore.client.dataloader.data_names import FROM_GRAPH
 from graphstore.client.dataloader.exclusion import (
     EXCLUDE_MODES,
     resolve_reverse_etypes,
@@ -69,7 +70,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
         exclude: str | None = None,
         reverse_eids=None,
         device=None,
-        load_features: Sequence[str] | str | Mapping | None = None,
+        load_features: Sequence[str] | str | Mapping | None = FROM_GRAPH,
         prefetch: int = 2,
         num_workers: int = 1,
         seed: int | None = None,

@@ -10,6 +10,7 @@ import torch
 
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
+from graphstore.client.dataloader.data_names import FROM_GRAPH, default_feature_names, default_label_name
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.loader_base import LoaderBase
 from graphstore.client.dataloader.pair_graph import PairGraph
@@ -17,7 +18,6 @@ from graphstore.client.dataloader.pair_graph import PairGraph
 # Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
 # training and the one being produced (more prefetch just allocates the extra batches afresh).
 _RECYCLED_BATCHES = 4
-_DEFAULT_FEATURES = ("feat",)
 
 
 def node_data_plan(g, names, what: str) -> dict[str, tuple[str, ...]]:
@@ -72,8 +72,10 @@ class GraphLoaderBase(LoaderBase):
         self.g = g
         self.graph_sampler = sampler
         self.device = torch.device(device) if device is not None else None
-        if load_features is None:
-            load_features = getattr(sampler, "prefetch_node_feats", None) or _DEFAULT_FEATURES
+        if load_features is FROM_GRAPH or load_features is None:
+            load_features = getattr(sampler, "prefetch_node_feats", None) or default_feature_names(g)
+        if load_labels is FROM_GRAPH:
+            load_labels = default_label_name(g)
         self.features = node_data_plan(g, load_features, "load_features")
         self.labels = node_data_plan(g, load_labels, "load_labels") if load_labels else {}
         self.load_features = tuple(dict.fromkeys(n for names in self.features.values() for n in names))

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from graphstore.client.dataloader.data_names import FROM_GRAPH
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
 from graphstore.client.dataloader.items import LoaderItems
@@ -27,8 +28,11 @@ class DistNodeDataLoader(GraphLoaderBase):
         batch_size, shuffle, drop_last: as in PyTorch.
         device: where to put the blocks and their data (default: CPU).
         load_features: node features to pull for the input nodes: names (for every node type that has
-            them) or ``{ntype: names}``; None: the sampler's ``prefetch_node_feats``, else ``feat``.
-        load_labels: node data to pull for the output nodes (a name, or ``{ntype: name}``; None: none).
+            them) or ``{ntype: names}``; default (or None): the sampler's ``prefetch_node_feats``, else
+            the graph's features (``feat``, else its floating ``[N, D]`` arrays; see :mod:`.data_names`).
+        load_labels: node data to pull for the output nodes (a name, or ``{ntype: name}``; None: none);
+            default: the graph's labels (``label``, ``labels`` or ``y``, else its only integer ``[N]``
+            array, else none).
         prefetch: batches produced ahead (0: no background threads).
         num_workers: background threads.
         seed: shuffling seed.
@@ -51,8 +55,8 @@ class DistNodeDataLoader(GraphLoaderBase):
         shuffle: bool = False,
         drop_last: bool = False,
         device=None,
-        load_features: Sequence[str] | str | Mapping | None = None,
-        load_labels: str | Mapping | None = "label",
+        load_features: Sequence[str] | str | Mapping | None = FROM_GRAPH,
+        load_labels: str | Mapping | None = FROM_GRAPH,
         prefetch: int = 2,
         num_workers: int = 1,
         seed: int | None = None,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.graph_ops import GraphOps
 from graphstore.client.relation_graph import RelationGraph
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, CanonicalEtype, GraphSchema
@@ -14,7 +15,7 @@ from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, CanonicalEt
 _HOMOGENEOUS = GraphSchema()
 
 
-class PairGraph(RelationGraph):
+class PairGraph(RelationGraph, GraphOps):
     """The edges of a link-prediction batch (positive or negative pairs) over compact node IDs.
 
     Its nodes are the batch's seed nodes (the output nodes of the blocks, same order, per type):
@@ -22,12 +23,16 @@ class PairGraph(RelationGraph):
     graph's edge IDs (positive pairs only). On a typed graph it has every node and edge type of the
     graph (``ndata[NID]`` is ``{ntype: IDs}``, ``edges(etype=...)``), and ``pair_graph[etype]`` is one
     relation's pair graph, whose ``srcdata`` / ``dstdata`` are the frames of its two node types.
+    Scoring runs on it as in DGL (``local_scope``, ``apply_edges``, ``update_all``, with ``etype=`` on a
+    typed graph); ``srcdata`` and ``dstdata`` are ``ndata`` where both sides are the same nodes.
 
     Args:
         src, dst: local endpoints of the pairs of a homogeneous graph.
         node_ids: the graph's IDs of the nodes.
         eids: the graph's IDs of the pairs' edges (positive pairs), or None.
     """
+
+    _frame_attrs = ("_node_frames", "_edge_frames")
 
     def __init__(self, src: torch.Tensor, dst: torch.Tensor, node_ids: torch.Tensor, eids=None):
         self._setup(
@@ -69,12 +74,21 @@ class PairGraph(RelationGraph):
         self._init_relations(schema, edges, edge_frames)
         self._node_frames = node_frames
         self._resolve_ntype = ntype_resolver(list(node_frames))
-        self.ndata = data_view(node_frames, self._resolve_ntype, "node")
         self.nodes = TypeFrames(node_frames, self._resolve_ntype)
+        self._derive_views()
+
+    def _derive_views(self) -> None:
+        super()._derive_views()
+        self.ndata = data_view(self._node_frames, self._resolve_ntype, "node")
+        self.srcdata = self.dstdata = self.ndata
+        if len(self._edges) == 1:
+            src_type, _, dst_type = next(iter(self._edges))
+            self.srcdata, self.dstdata = self._node_frames[src_type], self._node_frames[dst_type]
+        # Relation views hold this graph's frames of their types: made again after a scope swaps them.
         self._relations: dict[CanonicalEtype, PairGraph] = {}
-        if len(edges) == 1:
-            src_type, _, dst_type = next(iter(edges))
-            self.srcdata, self.dstdata = node_frames[src_type], node_frames[dst_type]
+
+    def _side(self, ntype: str, source: bool) -> tuple[Frame, int]:
+        return self._node_frames[ntype], self.num_nodes(ntype)
 
     @property
     def ntypes(self) -> list[str]:

@@ -14,7 +14,10 @@ gradients, never rows or state:
 3. The owner merges what it received: unique ids, gradients of the same id averaged over all their
    occurrences (the update is non-linear, so ids must be unique), and sends one ``PushGrad`` per
    server, in parallel. The server applies the update to the rows and their state under the tensor's
-   write lock (:mod:`graphstore.server.optimizer`).
+   write lock (:mod:`graphstore.server.optimizer`). Each push's request IDs are fixed before it is sent:
+   a push whose answer was lost is retried with the same IDs and applied once; when a server stays
+   unreachable, the step raises :class:`~graphstore.errors.IncompleteWriteError` naming the servers
+   that did not apply their part, and its ``retry()`` completes the step (each part applied once).
 4. With more than one trainer, a last tiny ``all_reduce`` waits until every owner has pushed, so a row
    read after ``step()`` returns anywhere reflects the whole step, and a failed push raises everywhere.
 
@@ -25,6 +28,7 @@ the client's deadline policy, collectives by the process group's timeout.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 import weakref
 from collections.abc import Iterable
@@ -38,6 +42,7 @@ from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
 from graphstore.client.optim.exchange import exchange_rows, exchange_sizes, pack_rows, unpack_rows
 from graphstore.client.optim.ownership import owner_of, trainer_assignment
 from graphstore.client.optim.step_timings import StepTimings
+from graphstore.client.transport.write_batch import WriteBatch
 from graphstore.types import OptimizerConfig
 
 # The status a trainer sends beside its sizes: every trainer learns whether any trainer failed
@@ -353,22 +358,29 @@ class SparseGradOptimizer:
         return tables
 
     def _push(self, ctx, merged: list[tuple[np.ndarray, np.ndarray]]) -> None:
-        """One PushGrad per (embedding, server), all in flight together."""
+        """One PushGrad per (embedding, server), all in flight together, each with fixed request IDs.
+
+        Raises:
+            graphstore.errors.IncompleteWriteError: a server did not apply its part (named with the
+                servers that did); ``retry()`` on it completes the step.
+        """
         config = self._config
-        calls = []
+        batch = WriteBatch("sparse optimizer step", ctx.run_parallel)
         for emb, (ids, grads) in zip(self._params, merged, strict=True):
             if ids.size == 0:
                 continue
             policy = _policy_of(ctx, emb)
             for part_id, positions, part_ids in ctx.route(ids, policy):
+                partition = ctx.partition(part_id)
                 part_grads = np.ascontiguousarray(grads[positions])
-                calls.append(
-                    lambda p=part_id, n=emb.name, i=part_ids, g=part_grads: ctx.partition(p).push_grad(
-                        n, i, g, config
-                    )
-                )
-        if calls:
-            ctx.run_parallel(calls)
+                prepare = getattr(partition, "prepare_push_grad", None)
+                if prepare is not None:
+                    send = prepare(emb.name, part_ids, part_grads, config)
+                else:  # in-process: no answer can be lost
+                    send = functools.partial(partition.push_grad, emb.name, part_ids, part_grads, config)
+                batch.add(getattr(partition, "address", "") or f"partition {part_id}", send)
+        if len(batch):
+            batch.run()
 
 
 def _policy_of(ctx, emb) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -156,7 +157,7 @@ def build_config(config_cls: type[ConfigT], args: argparse.Namespace) -> ConfigT
 
     Raises:
         ValueError: an unknown key in the YAML, or an invalid setting.
-        FileNotFoundError: a missing YAML.
+        FileNotFoundError: a missing YAML or partition config.
     """
     known = {f.name for f in dataclasses.fields(config_cls)}
     values = load_training_yaml(args.config, known) if getattr(args, "config", None) else {}
@@ -171,14 +172,16 @@ def build_config(config_cls: type[ConfigT], args: argparse.Namespace) -> ConfigT
             values[name] = parse_int_list(values[name])
     config = config_cls(**values)
     config.validate()
+    if config.part_config is not None and not os.path.isfile(config.part_config):
+        raise FileNotFoundError(f"--part-config {config.part_config!r}: no such file")
     return config
 
 
 def config_from_args(
     parser: argparse.ArgumentParser, config_cls: type[ConfigT], argv: Sequence[str] | None = None
 ) -> ConfigT:
-    """Parse the command line into a validated config; a bad setting ends the script with the parser's
-    usage error (exit code 2), as a bad flag does.
+    """Parse the command line into a validated config; a bad setting or a missing file ends the script
+    with one line naming it on stderr and exit code 2.
 
     Args:
         parser: the script's parser, with :func:`add_common_arguments` (and its own flags) added.
@@ -192,4 +195,4 @@ def config_from_args(
     try:
         return build_config(config_cls, args)
     except (ValueError, FileNotFoundError) as exc:
-        parser.error(str(exc))
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")

@@ -27,6 +27,8 @@ from graphstore.errors import ServerError
 # The variable ``graphstore launch`` sets to the cluster YAML; DistGraph connects to its servers.
 LAUNCH_CONFIG_ENV = "GRAPHSTORE_CONFIG"
 TRAINER_GROUP_ENV = ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE")
+# How many times torchrun restarted this trainer group (set by torchrun only).
+RESTART_COUNT_ENV = "TORCHELASTIC_RESTART_COUNT"
 PROCESS_GROUP_TIMEOUT = timedelta(seconds=300)
 
 
@@ -72,7 +74,8 @@ def set_threads(requested: int | None) -> int:
 
 
 def init_process_group(device: torch.device) -> bool:
-    """Join the trainer group when launched with torchrun-style variables (gloo on CPU, NCCL on CUDA).
+    """Join the trainer group when launched with torchrun-style variables (gloo on CPU, NCCL on CUDA);
+    after a torchrun restart, in keys of its own.
 
     Args:
         device: this trainer's device (picks the backend).
@@ -85,7 +88,18 @@ def init_process_group(device: torch.device) -> bool:
     if not all(os.environ.get(k) for k in TRAINER_GROUP_ENV):
         return False
     backend = "nccl" if device.type == "cuda" else "gloo"
-    dist.init_process_group(backend, timeout=PROCESS_GROUP_TIMEOUT)
+    attempt = os.environ.get(RESTART_COUNT_ENV)
+    if attempt is None:
+        dist.init_process_group(backend, timeout=PROCESS_GROUP_TIMEOUT)
+        return True
+    # Under torchrun, the rendezvous store outlives a restart with the failed attempt's keys (gloo's
+    # peer addresses among them), which the new group could read before they are replaced: each
+    # attempt keeps its keys apart.
+    store, rank, world_size = next(dist.rendezvous("env://", timeout=PROCESS_GROUP_TIMEOUT))
+    store = dist.PrefixStore(f"graphstore/attempt-{attempt}", store)
+    dist.init_process_group(
+        backend, store=store, rank=rank, world_size=world_size, timeout=PROCESS_GROUP_TIMEOUT
+    )
     return True
 
 

@@ -3,7 +3,9 @@
 :class:`ServerChannel` makes the unary calls of the graphstore service and adds what a network needs:
 
 - a deadline on every call (``RpcPolicy.deadline_s``) and retries with exponential backoff when the
-  server is UNAVAILABLE (restarting, not yet listening); a server that stays unreachable raises
+  server is UNAVAILABLE (restarting, not yet listening), and for mutating requests that carry a
+  request ID also after DEADLINE_EXCEEDED (the retry sends the same ID: the server applies it at
+  most once and answers with the first answer); a server that stays unreachable raises
   :class:`graphstore.errors.ServerUnavailableError` naming its address. A call never takes longer
   than :attr:`ServerChannel.max_call_time_s` (the deadline plus the retry backoffs) in all;
 - optional TLS and a shared token (:class:`graphstore.auth.ChannelSecurity`): the token rides in
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,8 +31,10 @@ from graphstore.auth import ChannelSecurity
 from graphstore.client.transport.rpc_errors import translate_rpc_error
 from graphstore.errors import ServerUnavailableError
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.protos.service import SERVICE_NAME
+from graphstore.protos.service import MUTATING_METHODS, SERVICE_NAME
 from graphstore.rpc import RpcPolicy
+
+logger = logging.getLogger(__name__)
 
 # The service's methods and the message each answers with.
 _RESPONSES: dict[str, Any] = {
@@ -54,6 +59,18 @@ _RESPONSES: dict[str, Any] = {
 # Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
 _KEEPALIVE_TIME_MS = 5_000
 _KEEPALIVE_TIMEOUT_MS = 5_000
+
+
+def retryable(method: str, request: Any, code: grpc.StatusCode) -> bool:
+    """Whether a call that failed with ``code`` may be sent again: UNAVAILABLE always (for a write, the
+    request ID makes a second copy harmless), DEADLINE_EXCEEDED for a write with a request ID."""
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return True
+    return (
+        code == grpc.StatusCode.DEADLINE_EXCEEDED
+        and method in MUTATING_METHODS
+        and bool(request.request_id.client)
+    )
 
 
 def retry_backoff_total(policy: RpcPolicy) -> float:
@@ -116,7 +133,7 @@ class ServerChannel:
     def call(
         self, method: str, request: Any, timeout: float | None = None, started: float | None = None
     ) -> Any:
-        """One unary call with deadline and UNAVAILABLE retries; errors translated.
+        """One unary call with deadline and retries (see :func:`retryable`); errors translated.
 
         The whole call, retries included, ends within ``timeout`` (default ``policy.deadline_s``) plus
         the backoff delays after ``started`` (default: now).
@@ -137,7 +154,7 @@ class ServerChannel:
                 return stub(request, timeout=max(min(deadline, remaining), 0.001), metadata=self._metadata)
             except grpc.RpcError as err:
                 retry = (
-                    err.code() == grpc.StatusCode.UNAVAILABLE
+                    retryable(method, request, err.code())
                     and attempts <= self.policy.max_retries
                     and time.monotonic() + delay < give_up_at
                 )
@@ -150,7 +167,7 @@ class ServerChannel:
                 ) from None
 
     def call_future(self, method: str, request: Any) -> Callable[[], Any]:
-        """Start a call; returns a function that waits for it (retrying UNAVAILABLE synchronously)."""
+        """Start a call; returns a function that waits for it (retrying synchronously, see :meth:`call`)."""
         started = time.monotonic()
         future = self._calls[method].future(request, timeout=self.policy.deadline_s, metadata=self._metadata)
 
@@ -158,7 +175,7 @@ class ServerChannel:
             try:
                 return future.result()
             except grpc.RpcError as err:
-                if err.code() == grpc.StatusCode.UNAVAILABLE:
+                if retryable(method, request, err.code()):
                     return self.call(method, request, started=started)
                 raise translate_rpc_error(self.address, method, err, 1, time.monotonic() - started) from None
 
@@ -179,19 +196,29 @@ class ServerChannel:
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
     def wait_serving(self, timeout: float) -> None:
-        """Block until the server reports SERVING.
+        """Block until the server reports SERVING; says once (a log warning) that it is waiting when
+        the first check did not find it SERVING (a trainer started before its servers).
 
         Raises:
             ServerUnavailableError: not SERVING within ``timeout`` seconds.
         """
         end = time.monotonic() + timeout
         last = "no answer"
+        checks = 0
         while True:
             remaining = end - time.monotonic()
             if remaining <= 0:
                 raise ServerUnavailableError(
                     self.address, "UNAVAILABLE", f"not SERVING within {timeout} s ({last})"
                 )
+            if checks == 1:
+                logger.warning(
+                    "graphstore: waiting for the server at %s to be SERVING (%s); giving up in %.0f s",
+                    self.address,
+                    last,
+                    remaining,
+                )
+            checks += 1
             try:
                 response = self._health.Check(
                     health_pb2.HealthCheckRequest(service=SERVICE_NAME),

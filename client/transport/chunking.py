@@ -2,8 +2,9 @@
 
 Pulls, pushes and degree queries know their answer's size in advance and are split by rows
 (:func:`split_rows`, :func:`run_chunks`). Edge queries (all neighbors, in-subgraphs) do not: they
-are sized from an estimate, and a chunk whose answer still comes back too large is halved and asked
-again (:func:`query_edges_in_chunks`).
+are sized from an estimate, and a chunk whose answer still comes back too large (over the message
+limit, or over the server's ``max_sampled_edges``) is halved and asked again
+(:func:`query_edges_in_chunks`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.rpc_errors import ResponseTooLarge
+from graphstore.errors import LimitExceededError, MemoryBudgetError
 from graphstore.protos import codec
 
 # Chunks of one pull or push in flight at once.
@@ -75,8 +77,12 @@ def query_edges_in_chunks(
         lo, hi, index = stack.pop()
         try:
             response = channel.call(*make_request(ids[lo:hi], index))
-        except ResponseTooLarge:
+        except (ResponseTooLarge, LimitExceededError) as exc:
+            if isinstance(exc, MemoryBudgetError):
+                raise
             if hi - lo <= 1:
+                if isinstance(exc, LimitExceededError):
+                    raise
                 raise ValueError(
                     f"the answer for ID {int(ids[lo])} exceeds the message limit of "
                     f"{channel.policy.max_message_bytes} bytes"

@@ -9,7 +9,11 @@ token, keepalive, the server's errors raised as the in-process server's exceptio
 - pulls and pushes are split by rows so that no request or answer exceeds ``RpcPolicy.chunk_bytes``;
   the chunks of one call are in flight together (:mod:`~graphstore.client.transport.chunking`);
 - pulls use the codec's zero-copy decoder: the rows of a single-chunk pull are a read-only view of
-  the received bytes (callers copy them where they assemble their output).
+  the received bytes (callers copy them where they assemble their output);
+- every mutating request (one per chunk) carries a request ID given once, when it is built
+  (:mod:`~graphstore.client.transport.request_ids`): its retries send the same ID, and the server
+  applies it at most once. :meth:`RemotePartition.prepare_push_grad` returns a gradient push whose
+  IDs are fixed, to be sent again after a failure (what an optimizer step's retry does).
 """
 
 from __future__ import annotations
@@ -22,8 +26,16 @@ import numpy as np
 
 from graphstore import dtypes
 from graphstore.auth import NO_SECURITY, ChannelSecurity
+from graphstore.client.transport.barrier_poll import wait_at_barrier
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.chunking import query_edges_in_chunks, run_chunks, split_rows
+from graphstore.client.transport.request_ids import RequestIds
+from graphstore.client.transport.write_requests import (
+    checkpoint_request,
+    init_request,
+    push_grad_request,
+    push_request,
+)
 from graphstore.ids import as_id_array
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos import codec, pull_wire
@@ -45,14 +57,6 @@ _EDGE_ANSWER_BYTES = 24.0
 # Checkpoints and restores move whole tensors; they get at least this deadline.
 _BULK_DEADLINE_S = 600.0
 
-_INIT_KIND_TO_WIRE = {
-    "zeros": pb.Initializer.ZEROS,
-    "uniform": pb.Initializer.UNIFORM,
-    "normal": pb.Initializer.NORMAL,
-    "constant": pb.Initializer.CONSTANT,
-    "pushed": pb.Initializer.PUSHED,
-}
-
 
 class RemotePartition:
     """A partition server reached over gRPC (implements ``PartitionAPI``).
@@ -63,6 +67,7 @@ class RemotePartition:
             :meth:`wait_ready` / :meth:`metadata`. None: learned from the server on first use.
         policy: deadlines, retries, message limit and chunk size.
         security: TLS material and the shared token (default: plain channel, no token).
+        client_id: the client ID of this process's request IDs (None: a new one).
 
     Raises:
         ValueError: a malformed address; unreadable TLS files.
@@ -75,6 +80,7 @@ class RemotePartition:
         part_id: int | None = None,
         policy: RpcPolicy = RpcPolicy(),
         security: ChannelSecurity | None = None,
+        client_id: str | None = None,
     ) -> None:
         if not address or ":" not in address:
             raise ValueError(f"address must be 'host:port', got {address!r}")
@@ -86,6 +92,7 @@ class RemotePartition:
         self._schemes: dict[str, TensorScheme] = {}
         self._avg_degree: float | None = None
         self._lock = threading.Lock()
+        self._ids = RequestIds(client_id)
         raise_malloc_thresholds()
         self._channel = ServerChannel(address, policy, self.security)
         self.max_call_time_s = self._channel.max_call_time_s
@@ -121,6 +128,19 @@ class RemotePartition:
         """One request per chunk of ``chunk_bytes // row_bytes`` rows, all run; answers in row order."""
         chunks = split_rows(num_rows, self.policy.chunk_bytes // row_bytes)
         return run_chunks(self._channel, [make_request(sl) for sl in chunks])
+
+    def _write_by_rows(
+        self, method: str, num_rows: int, row_bytes: int, make_request: Callable[[slice], Any]
+    ) -> Callable[[], int]:
+        """The requests of a write split by rows, each with its request ID; returns the function that
+        sends them all (again, with the same IDs, when called again) and gives the newest version."""
+        chunks = split_rows(num_rows, self.policy.chunk_bytes // row_bytes)
+        requests = [(method, self._ids.stamp(make_request(sl))) for sl in chunks]
+
+        def send() -> int:
+            return max(r.version for r in run_chunks(self._channel, requests))
+
+        return send
 
     # -- readiness and metadata ------------------------------------------------------------------
 
@@ -253,14 +273,13 @@ class RemotePartition:
             else None
         )
 
-        def make_request(sl: slice) -> tuple[str, Any]:
-            request = pb.PushRequest(name=name, op=wire_op)
-            codec.write_ids(request.ids, ids[sl])
-            codec.write_tensor(request.rows, rows[sl], dtype)
-            return "Push", request
-
-        answers = self._run_by_rows(len(ids), max(rows[:1].nbytes, 1) + 8, make_request)
-        return max(r.version for r in answers)
+        send = self._write_by_rows(
+            "Push",
+            len(ids),
+            max(rows[:1].nbytes, 1) + 8,
+            lambda sl: push_request(name, wire_op, ids[sl], rows[sl], dtype),
+        )
+        return send()
 
     def init_tensor(
         self,
@@ -282,22 +301,7 @@ class RemotePartition:
             FileExistsError: ``name`` exists with another scheme.
             MemoryError: the server has no room for the rows.
         """
-        if init.kind not in _INIT_KIND_TO_WIRE:
-            raise ValueError(f"init.kind must be one of {sorted(_INIT_KIND_TO_WIRE)}, got {init.kind!r}")
-        wire_policy, type_key = codec.policy_to_wire(policy)
-        request = pb.InitRequest(
-            name=name,
-            dtype=codec.dtype_to_wire(dtype),
-            policy=wire_policy,
-            type=type_key,
-            persistent=persistent,
-            owner=owner,
-        )
-        request.shape[:] = [int(d) for d in shape]
-        request.init.kind = _INIT_KIND_TO_WIRE[init.kind]
-        request.init.a = init.a
-        request.init.b = init.b
-        request.init.seed = init.seed
+        request = self._ids.stamp(init_request(name, shape, dtype, policy, persistent, init, owner))
         response = self._call("Init", request)
         scheme = codec.read_scheme(response.scheme)
         with self._lock:
@@ -310,7 +314,7 @@ class RemotePartition:
         Raises:
             PermissionError: a partition tensor.
         """
-        deleted = self._call("Delete", pb.DeleteRequest(name=name)).deleted
+        deleted = self._call("Delete", self._ids.stamp(pb.DeleteRequest(name=name))).deleted
         with self._lock:
             self._schemes.pop(name, None)
         return deleted
@@ -439,10 +443,25 @@ class RemotePartition:
     def push_grad(self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig) -> int:
         """Apply one sparse optimizer step on the server to rows ``ids`` (unique) with float32 ``grads``.
 
+        Returns:
+            The tensor's version after the last chunk.
+
         Raises:
             KeyError: unknown tensor.
             PermissionError: a read-only tensor.
             ValueError: bad IDs, grads, optimizer kind or hyper-parameters.
+        """
+        return self.prepare_push_grad(name, ids, grads, optimizer)()
+
+    def prepare_push_grad(
+        self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig
+    ) -> Callable[[], int]:
+        """:meth:`push_grad` with its request IDs fixed: each call of the function returned sends the
+        same requests, so calling it again after a failure completes the step without applying any part
+        of it twice.
+
+        Raises:
+            ValueError: bad IDs or grads (at once, nothing sent).
         """
         ids = as_id_array(ids, "ids", one_dim=True)
         grads = np.asarray(grads)
@@ -451,42 +470,54 @@ class RemotePartition:
         if grads.ndim != 2 or grads.shape[0] != len(ids):
             raise ValueError(f"grads: shape {list(grads.shape)} must be [len(ids)={len(ids)}, dim]")
 
-        def make_request(sl: slice) -> tuple[str, Any]:
-            request = pb.PushGradRequest(name=name)
-            codec.write_ids(request.ids, ids[sl])
-            codec.write_tensor(request.grads, grads[sl], "float32")
-            request.optimizer.kind = optimizer.kind
-            request.optimizer.lr = optimizer.lr
-            request.optimizer.eps = optimizer.eps
-            request.optimizer.beta1 = optimizer.beta1
-            request.optimizer.beta2 = optimizer.beta2
-            return "PushGrad", request
-
-        answers = self._run_by_rows(len(ids), max(grads[:1].nbytes + 8, 1), make_request)
-        return max(r.version for r in answers)
+        return self._write_by_rows(
+            "PushGrad",
+            len(ids),
+            max(grads[:1].nbytes + 8, 1),
+            lambda sl: push_grad_request(name, ids[sl], grads[sl], optimizer),
+        )
 
     def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
-        """Block until ``count`` participants reached barrier ``name`` on this server.
+        """Wait until ``count`` participants reached barrier ``name`` on this server (polling: no server
+        thread waits, see :mod:`~graphstore.client.transport.barrier_poll`).
 
         Raises:
             ValueError: bad count or timeout.
             TimeoutError: (BarrierTimeoutError) not everyone arrived within ``timeout_s``.
             ServerUnavailableError: the server did not answer.
         """
-        request = pb.BarrierRequest(
-            name=name, count=int(count), timeout_s=float(timeout_s), participant=participant
+        return wait_at_barrier(
+            lambda request: self._call("Barrier", request), name, count, timeout_s, participant
         )
-        # The server bounds the wait; the call's deadline leaves room for the answer to come back.
-        return self._call("Barrier", request, timeout=float(timeout_s) + self.policy.deadline_s).generation
 
-    def checkpoint(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
-        """Write tensors (all run-time tensors by default) under ``path`` on the server's host.
+    def checkpoint(
+        self, path: str, names: list[str] | None = None, save_id: str | None = None
+    ) -> tuple[list[str], int]:
+        """Write tensors (all run-time tensors by default) under ``path`` on the server's host: straight
+        into ``path``, or as this server's part of the cluster-wide save ``save_id`` (then
+        :meth:`commit_checkpoint` or :meth:`abort_checkpoint`; ``server/checkpoint_set.py``).
 
         Returns:
             ``(files written, rows written)``.
         """
-        request = pb.CheckpointRequest(path=path)
-        request.names[:] = list(names or [])
+        return self._checkpoint_phase(path, names, save_id, "write")
+
+    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
+        """Make the save ``save_id`` (every server wrote its part) the checkpoint of ``names`` at ``path``.
+
+        Raises:
+            FileNotFoundError: this server's part of the save is not there.
+        """
+        self._checkpoint_phase(path, names, save_id, "commit")
+
+    def abort_checkpoint(self, path: str, save_id: str) -> None:
+        """Remove the files of the unfinished save ``save_id`` under ``path``."""
+        self._checkpoint_phase(path, None, save_id, "abort")
+
+    def _checkpoint_phase(
+        self, path: str, names: list[str] | None, save_id: str | None, phase: str
+    ) -> tuple[list[str], int]:
+        request = self._ids.stamp(checkpoint_request(path, names, save_id, phase))
         response = self._call("Checkpoint", request, timeout=max(self.policy.deadline_s, _BULK_DEADLINE_S))
         return list(response.files), response.rows
 
@@ -500,7 +531,7 @@ class RemotePartition:
             FileNotFoundError: missing folder or tensor.
             ValueError: another graph's checkpoint or a scheme mismatch.
         """
-        request = pb.RestoreRequest(path=path)
+        request = self._ids.stamp(pb.RestoreRequest(path=path))
         request.names[:] = list(names or [])
         response = self._call("Restore", request, timeout=max(self.policy.deadline_s, _BULK_DEADLINE_S))
         self.list_tensors()

@@ -2,9 +2,11 @@
 
 The server names the Python exception behind a refusal in its trailing metadata
 (``graphstore-error``); the client raises the same built-in exception (ValueError, KeyError,
-FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError) with the server's
-message, so code runs unchanged over either transport. A server that cannot be reached, or is going
-away, raises :class:`graphstore.errors.ServerUnavailableError` naming its address; anything else
+FileExistsError, PermissionError, TimeoutError, FileNotFoundError, MemoryError, OSError, and
+graphstore's StaleRequestError (a replay older than the server's window), LimitExceededError /
+MemoryBudgetError / StorageFullError) with the server's message, so code runs unchanged over either
+transport. A server that cannot be reached, or is going away, raises
+:class:`graphstore.errors.ServerUnavailableError` naming its address; anything else
 raises :class:`graphstore.errors.ServerError` with the gRPC status code.
 """
 
@@ -12,7 +14,15 @@ from __future__ import annotations
 
 import grpc
 
-from graphstore.errors import BarrierTimeoutError, ServerError, ServerUnavailableError
+from graphstore.errors import (
+    BarrierTimeoutError,
+    LimitExceededError,
+    MemoryBudgetError,
+    ServerError,
+    ServerUnavailableError,
+    StaleRequestError,
+    StorageFullError,
+)
 from graphstore.protos.service import ERROR_METADATA_KEY
 
 _ERRORS_BY_NAME: dict[str, type[Exception]] = {
@@ -24,6 +34,11 @@ _ERRORS_BY_NAME: dict[str, type[Exception]] = {
     "TimeoutError": TimeoutError,
     "BarrierTimeoutError": BarrierTimeoutError,
     "MemoryError": MemoryError,
+    "StaleRequestError": StaleRequestError,
+    "LimitExceededError": LimitExceededError,
+    "MemoryBudgetError": MemoryBudgetError,
+    "StorageFullError": StorageFullError,
+    "OSError": OSError,
 }
 # Server-side errors that mean "this server is going away": raised as ServerUnavailableError.
 _UNAVAILABLE_KINDS = ("ConnectionAbortedError",)
@@ -34,6 +49,11 @@ _UNAVAILABLE_CODES = (
     grpc.StatusCode.DEADLINE_EXCEEDED,
     grpc.StatusCode.CANCELLED,
 )
+
+
+# What gRPC says when a message exceeds its size limit (other RESOURCE_EXHAUSTED answers without a
+# graphstore error kind, such as the token check's cool-down, are plain ServerErrors).
+_MESSAGE_TOO_LARGE = "message larger than max"
 
 
 class ResponseTooLarge(ServerError):
@@ -65,7 +85,7 @@ def translate_rpc_error(
     for key, value in err.trailing_metadata() or ():
         if key == ERROR_METADATA_KEY:
             kind = value
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind:
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind and _MESSAGE_TOO_LARGE in details:
         return ResponseTooLarge(address, code.name, f"{method}: {details}")
     if kind in _UNAVAILABLE_KINDS:
         return ServerUnavailableError(address, code.name, f"{method}: {details}")

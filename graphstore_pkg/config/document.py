@@ -44,7 +44,10 @@ def config_to_mapping(config: ClusterConfig) -> dict[str, Any]:
         "tls": None if config.tls is None else _without_none(dataclasses.asdict(config.tls)),
         "token": None if config.token_file is not None else config.token,
         "token_file": config.token_file,
+        "allow_short_token": config.allow_short_token or None,
         "metrics_port": config.metrics_port,
+        "metrics_host": config.metrics_host,
+        "limits": dataclasses.asdict(config.limits),
     }
     return _without_none(document)
 

@@ -25,6 +25,7 @@ from graphstore.config.schema import (
     DEFAULT_MAX_RESTARTS,
     DEFAULT_REMOTE_EXEC,
     DEFAULT_TRAINER_HOST,
+    DURABILITY_MODES,
     LOCAL_READ_MODES,
     RESTART_POLICIES,
     CheckpointSettings,
@@ -33,6 +34,7 @@ from graphstore.config.schema import (
     format_address,
 )
 from graphstore.errors import ConfigError
+from graphstore.limits import RequestLimits, limit_kind, limit_names
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, MAX_NICE
 from graphstore.rpc import RpcPolicy, TlsSettings
 
@@ -57,10 +59,13 @@ TOP_LEVEL_FIELDS = (
     "tls",
     "token",
     "token_file",
+    "allow_short_token",
     "metrics_port",
+    "metrics_host",
+    "limits",
 )
 SERVER_FIELDS = ("host", "port", "part_id", "exec_host", "bind_host")
-CHECKPOINT_FIELDS = ("path", "every_s", "every_updates", "keep")
+CHECKPOINT_FIELDS = ("path", "every_s", "every_updates", "keep", "durability", "fsync", "root")
 TLS_FIELDS = ("cert", "key", "ca", "client_auth", "server_name")
 # The smallest value of each integer rpc field (the float ones must be > 0).
 RPC_INTEGER_MINIMUM = {"max_retries": 0, "max_message_bytes": 1, "chunk_bytes": 1}
@@ -128,7 +133,10 @@ def parse_cluster_config(
     required_for_launch = REQUIRED if check_files else None
     servers = _read_servers(reader, data)
     trainer_hosts, trainers_per_host = _read_trainers(reader, data)
-    token, token_file = _read_token(reader, data)
+    allow_short_token = reader.boolean(data, "allow_short_token", False)
+    token, token_file = _read_token(reader, data, allow_short_token)
+    rpc = _read_rpc(reader, data)
+    limits = _read_limits(reader, data, rpc)
     config = ClusterConfig(
         path=source,
         graph_name=reader.string(data, "graph_name", default=required_for_launch),
@@ -142,7 +150,7 @@ def parse_cluster_config(
         ),
         remote_python=reader.command(data, "remote_python"),
         server_args=tuple(reader.words(data, "server_args")),
-        rpc=_read_rpc(reader, data),
+        rpc=rpc,
         local_read=reader.choice(data, "local_read", LOCAL_READ_MODES, default="auto"),
         local_part_id=_read_local_part_id(reader, data, len(servers)),
         background_nice=reader.integer(
@@ -154,7 +162,10 @@ def parse_cluster_config(
         tls=_read_tls(reader, data),
         token=token,
         token_file=token_file,
+        allow_short_token=allow_short_token,
         metrics_port=_read_metrics_port(reader, data, len(servers)),
+        metrics_host=reader.host(data, "metrics_host", default=None),
+        limits=limits,
     )
     if check_files:
         check_tls_files(config)
@@ -287,6 +298,11 @@ def _read_checkpoint(reader: FieldReader, data: Mapping) -> CheckpointSettings:
         keep=reader.integer(
             section, "keep", prefix="checkpoint.", default=DEFAULT_CHECKPOINT_KEEP, minimum=1
         ),
+        durability=reader.choice(
+            section, "durability", DURABILITY_MODES, default="checkpoint", prefix="checkpoint."
+        ),
+        fsync=reader.boolean(section, "fsync", False, prefix="checkpoint."),
+        root=reader.path(section, "root", prefix="checkpoint.", default=None),
     )
     if settings.every_s is not None and settings.every_s > MAX_CHECKPOINT_EVERY_S:
         raise reader.error(
@@ -294,6 +310,10 @@ def _read_checkpoint(reader: FieldReader, data: Mapping) -> CheckpointSettings:
         )
     if settings.path is None and (settings.every_s is not None or settings.every_updates is not None):
         raise reader.error("checkpoint.path", "is missing (every_s / every_updates need a folder)")
+    if settings.path is None and settings.durability == "wal":
+        raise reader.error("checkpoint.path", "is missing (durability: wal keeps its log there)")
+    if settings.fsync and settings.durability != "wal":
+        raise reader.error("checkpoint.fsync", "applies to durability: wal only")
     return settings
 
 
@@ -318,7 +338,37 @@ def _read_tls(reader: FieldReader, data: Mapping) -> TlsSettings | None:
     return tls
 
 
-def _read_token(reader: FieldReader, data: Mapping) -> tuple[str | None, str | None]:
+def _read_limits(reader: FieldReader, data: Mapping, rpc: RpcPolicy) -> RequestLimits:
+    """The ``limits`` section: each a number within its range; the client's chunks must fit them."""
+    section = reader.section(data, "limits", limit_names())
+    if section is None:
+        limits = RequestLimits()
+    else:
+        default = RequestLimits()
+        values = {}
+        for name in limit_names():
+            if limit_kind(name) is int:
+                minimum = 0 if name == "memory_margin_mb" else 1
+                values[name] = reader.integer(
+                    section, name, prefix="limits.", default=getattr(default, name), minimum=minimum
+                )
+            else:
+                values[name] = reader.positive(section, name, getattr(default, name), prefix="limits.")
+        limits = RequestLimits(**values)
+        try:
+            limits.validate()
+        except ValueError as exc:
+            raise reader.error("limits", f"is not valid: {exc}") from None
+    if rpc.chunk_bytes > limits.max_request_bytes or rpc.chunk_bytes // 8 > limits.max_request_rows:
+        raise reader.error(
+            "rpc.chunk_bytes",
+            f"= {rpc.chunk_bytes} must fit the servers' limits (at most limits.max_request_bytes "
+            f"{limits.max_request_bytes}, and 8 x limits.max_request_rows {8 * limits.max_request_rows})",
+        )
+    return limits
+
+
+def _read_token(reader: FieldReader, data: Mapping, allow_short: bool) -> tuple[str | None, str | None]:
     """``(token, token_file)``: the token from the config or read from its file (launch, status, stop
     and the trainers all need it: every call but the health check carries it)."""
     from graphstore.auth import read_token_file, validate_token
@@ -328,7 +378,7 @@ def _read_token(reader: FieldReader, data: Mapping) -> tuple[str | None, str | N
     token_file = reader.path(data, "token_file", default=None)
     if token_file is not None:
         try:
-            return read_token_file(token_file, "token_file"), token_file
+            return read_token_file(token_file, "token_file", allow_short), token_file
         except (FileNotFoundError, ValueError) as exc:
             raise reader.error("token_file", f"= {token_file!r} is not usable: {exc}") from None
     token = data.get("token")
@@ -337,6 +387,6 @@ def _read_token(reader: FieldReader, data: Mapping) -> tuple[str | None, str | N
     if not isinstance(token, str):
         raise reader.error("token", f"must be a string, got a {type(token).__name__}")
     try:
-        return validate_token(token, "token"), None
+        return validate_token(token, "token", allow_short), None
     except ValueError as exc:
         raise reader.error("token", f"is not valid: {exc}") from None

@@ -171,7 +171,9 @@ class FieldReader:
             raise self.error(f"{prefix}{name}", f"must be true or false, got {value!r}")
         return value
 
-    def choice(self, mapping: Mapping, name: str, choices: tuple[str, ...], default: str) -> str:
+    def choice(
+        self, mapping: Mapping, name: str, choices: tuple[str, ...], default: str, prefix: str = ""
+    ) -> str:
         """One of ``choices``; YAML's bare on / off / yes / no (read as booleans) count as the words."""
         value = mapping.get(name, default)
         if value is True:
@@ -179,7 +181,7 @@ class FieldReader:
         elif value is False:
             value = "off" if "off" in choices else "no"
         if value not in choices:
-            raise self.error(name, f"= {value!r} must be one of {', '.join(choices)}")
+            raise self.error(f"{prefix}{name}", f"= {value!r} must be one of {', '.join(choices)}")
         return value
 
     def section(self, mapping: Mapping, name: str, fields: tuple[str, ...]) -> Mapping | None:

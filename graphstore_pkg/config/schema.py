@@ -11,6 +11,7 @@ import os
 from dataclasses import dataclass, field
 
 from graphstore.errors import ConfigError
+from graphstore.limits import RequestLimits
 from graphstore.priority import DEFAULT_BACKGROUND_NICE
 from graphstore.rpc import RpcPolicy, TlsSettings
 
@@ -18,6 +19,7 @@ DEFAULT_REMOTE_EXEC = "ssh -o BatchMode=yes {host} {command}"
 DEFAULT_TRAINER_HOST = "127.0.0.1"
 DEFAULT_MAX_RESTARTS = 3
 DEFAULT_CHECKPOINT_KEEP = 3
+DURABILITY_MODES = ("checkpoint", "wal")
 LOCAL_READ_MODES = ("auto", "on", "off")
 RESTART_POLICIES = ("no", "on-failure")
 
@@ -94,12 +96,22 @@ class CheckpointSettings:
         every_s: checkpoint when this many seconds passed and something changed.
         every_updates: checkpoint after this many updates.
         keep: complete checkpoints kept per server.
+        durability: ``checkpoint`` (a crash loses at most ``every_updates`` updates or ``every_s``
+            seconds of them) or ``wal`` (every write is appended to a write-ahead log under ``path``
+            before it is answered; a crash loses none).
+        fsync: with ``wal``, sync the log before answering (survives a power loss, not only a crash).
+        root: the folder named checkpoints (``graphstore.client.checkpoint.save(NAME)``) live under on
+            each server's host (``--checkpoint-root``); None: ``checkpoints/`` beside the partition
+            config.
     """
 
     path: str | None = None
     every_s: float | None = None
     every_updates: int | None = None
     keep: int = DEFAULT_CHECKPOINT_KEEP
+    durability: str = "checkpoint"
+    fsync: bool = False
+    root: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,7 +147,10 @@ class ClusterConfig:
         tls: TLS settings, or None.
         token: the shared token (read from ``token_file`` when that is given), or None.
         token_file: the file the token came from (servers on other hosts read the same path).
+        allow_short_token: accept a token shorter than 16 characters.
         metrics_port: Prometheus metrics: server ``k`` serves them on ``metrics_port + k``; None: off.
+        metrics_host: the interface the metrics endpoint binds (None: loopback).
+        limits: the bounds every request to the servers is held to (``docs/server.md``).
     """
 
     servers: tuple[ServerSpec, ...]
@@ -158,7 +173,10 @@ class ClusterConfig:
     tls: TlsSettings | None = None
     token: str | None = field(default=None, repr=False)
     token_file: str | None = None
+    allow_short_token: bool = False
     metrics_port: int | None = None
+    metrics_host: str | None = None
+    limits: RequestLimits = field(default_factory=RequestLimits)
 
     @property
     def num_parts(self) -> int:
@@ -197,7 +215,7 @@ class ClusterConfig:
         token = self.token
         if token is None and os.environ.get(TOKEN_ENV):
             try:
-                token = validate_token(os.environ[TOKEN_ENV], f"environment variable {TOKEN_ENV}")
+                token = validate_token(os.environ[TOKEN_ENV], f"environment variable {TOKEN_ENV}", True)
             except ValueError as exc:
                 raise ConfigError(str(exc)) from None
         tls = self.tls

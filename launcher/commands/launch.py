@@ -10,19 +10,12 @@ the arguments and the cluster config and handles SIGINT / SIGTERM.
 from __future__ import annotations
 
 import argparse
-import signal
-import threading
 
 from graphstore.config import load_cluster_config, validate_remote_exec
 from graphstore.launcher.commands.arguments import add_command
 from graphstore.launcher.launch_session import Launch, LaunchOptions
+from graphstore.launcher.stop_request import StopRequest, stop_on_signals
 from graphstore.launcher.supervisor import Supervisor
-
-
-class _StopEvent(threading.Event):
-    """An event that remembers which signal set it."""
-
-    signum: int = signal.SIGTERM
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,19 +49,11 @@ def run(args: argparse.Namespace) -> int:
         connect_timeout_s=connect_timeout,
     )
 
-    stop = _StopEvent()
-
-    def request_stop(signum, _frame):
-        stop.signum = signum
-        stop.set()
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        with Supervisor(grace_period_s=options.grace_period_s) as supervisor:
-            return Launch(options, supervisor, stop).run()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with (
+        stop_on_signals(StopRequest()) as stop,
+        Supervisor(grace_period_s=options.grace_period_s) as supervisor,
+    ):
+        return Launch(options, supervisor, stop).run()
 
 
 def register(subparsers) -> None:

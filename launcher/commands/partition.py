@@ -32,6 +32,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--balance-edges", action="store_true", help="also balance in-edges per partition")
     parser.add_argument(
+        "--ndata-map",
+        default=None,
+        help="rename node arrays on the way in, e.g. x=feat,y=label (NTYPE/x=feat for one node type)",
+    )
+    parser.add_argument(
+        "--edata-map",
+        default=None,
+        help="rename edge arrays on the way in, e.g. edge_attr=weight (SRC:ETYPE:DST/name=new for one type)",
+    )
+    parser.add_argument(
         "--feat-dtype",
         default=None,
         help="store floating feature matrices as float16 or bfloat16 (bfloat16 as uint16 bits on disk)",
@@ -62,6 +72,11 @@ def format_stats(stats: dict) -> str:
         f"time: {stats['total_seconds']:.1f}s (assignment {stats['assign_seconds']:.1f}s); "
         f"peak RSS {stats['peak_rss_bytes'] / 2**30:.2f} GiB"
     )
+    type_nodes = stats.get("part_type_nodes") or {}
+    if len(type_nodes) > 1:
+        lines.append("nodes per type and partition:")
+        for ntype, counts in type_nodes.items():
+            lines.append(f"  {ntype:>16} " + " ".join(f"{c:>12,}" for c in counts))
     if stats.get("timings"):
         lines.append("steps: " + ", ".join(f"{k} {v:.1f}s" for k, v in stats["timings"].items()))
     lines.append(f"config: {stats['config_path']}")
@@ -71,9 +86,12 @@ def format_stats(stats: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     """Partition the graph and print its statistics."""
     from graphstore.partition import load_graph, partition_graph
+    from graphstore.partition.input_adapters import parse_name_map
     from graphstore.partition.writer import check_output_folder
 
     name = args.name or os.path.splitext(os.path.basename(args.graph))[0]
+    ndata_map = parse_name_map(args.ndata_map, "--ndata-map")
+    edata_map = parse_name_map(args.edata_map, "--edata-map")
     check_output_folder(args.out, args.overwrite)
     start = time.perf_counter()
     graph = load_graph(args.graph, num_nodes=args.num_nodes)
@@ -92,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         feat_dtype=args.feat_dtype,
         seed=args.seed,
         overwrite=args.overwrite,
+        ndata_map=ndata_map,
+        edata_map=edata_map,
     )
     stats = result.stats()
     stats["timings"] = {"load": round(load_seconds, 3), **stats["timings"]}

@@ -229,9 +229,11 @@ def read_checkpoint(path: str, name: str, orig_nid: np.ndarray, graph_name: str 
 
     Uses the server's own restore code with every node as "local" (``orig_nid[i]`` = original ID of row i).
     """
+    from graphstore.checkpoint_layout import tensor_root
     from graphstore.server.checkpoint import read_meta, restore_tensor
 
-    return restore_tensor(path, read_meta(path, name, graph_name), np.asarray(orig_nid))
+    root = str(tensor_root(path, name))  # a cluster-wide save keeps its tensors in its save folder
+    return restore_tensor(root, read_meta(root, name, graph_name), np.asarray(orig_nid))
 
 
 def train_embeddings(rank, world_size, *, names, init, orig_nid, steps, seed, dim, lr=0.1):

@@ -6,6 +6,9 @@ partitioned 4 ways with 2 trainers, continues, and compares with one uninterrupt
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -105,9 +108,11 @@ def test_save_2_parts_4_trainers_restore_4_parts_2_trainers_continues_exactly(tm
     config_b, graph_b = make_partitioned_graph(tmp_path / "b", num_nodes=NUM_NODES, num_parts=4, seed=3)
     np.testing.assert_array_equal(graph_a["src"], graph_b["src"])  # one graph, two partitionings
     assert not np.array_equal(graph_a["orig_nid"], graph_b["orig_nid"])
-    ckpt = str(tmp_path / "ckpt")
+    root = tmp_path / "root"
+    with_root = ("--checkpoint-root", str(root))
+    ckpt = "ckpt"  # a name under the servers' checkpoint root
 
-    with start_servers(config_a, 2, log_dir=tmp_path / "logs-a") as group:
+    with start_servers(config_a, 2, with_root, log_dir=tmp_path / "logs-a") as group:
         saved = run_trainers(
             _phase_one,
             4,
@@ -117,7 +122,7 @@ def test_save_2_parts_4_trainers_restore_4_parts_2_trainers_continues_exactly(tm
     assert saved[0] == saved[3]  # every rank got rank 0's result
     assert [info[1] for info in saved[0]] == [NUM_NODES] * 3
     # A fresh cluster (every server new) of the graph partitioned another way.
-    with start_servers(config_b, 4, log_dir=tmp_path / "logs-b") as group:
+    with start_servers(config_b, 4, with_root, log_dir=tmp_path / "logs-b") as group:
         results = run_trainers(
             _phase_two,
             2,
@@ -130,7 +135,7 @@ def test_save_2_parts_4_trainers_restore_4_parts_2_trainers_continues_exactly(tm
         want = ref.weight.numpy()[graph_b["orig_nid"]]
         for rows in results:
             np.testing.assert_allclose(rows[kind], want, rtol=1e-5, atol=1e-5, err_msg=kind)
-        _, state_kind, state = read_checkpoint(ckpt + "-final", f"ck_{kind}", graph_b["orig_nid"])
+        _, state_kind, state = read_checkpoint(str(root / "ckpt-final"), f"ck_{kind}", graph_b["orig_nid"])
         assert state_kind == kind
         for key, value in ref.state_numpy().items():
             np.testing.assert_allclose(
@@ -147,6 +152,11 @@ def graphs(tmp_path_factory):
     config, graph = make_partitioned_graph(root, num_nodes=NUM_NODES, num_parts=2)
     other, _ = make_partitioned_graph(root, num_nodes=NUM_NODES, num_parts=2, graph_name="othergraph")
     return config, graph, other
+
+
+def _name(tmp_path, leaf: str) -> str:
+    """A checkpoint name of this test alone (standalone checkpoints share the partition's root)."""
+    return f"{tmp_path.name}/{leaf}"
 
 
 @pytest.fixture
@@ -175,13 +185,13 @@ def _trained(kind, name, steps):
 @pytest.mark.parametrize("kind", KINDS)
 def test_load_rolls_back_rows_and_state_in_the_same_cluster(standalone, kind, tmp_path):
     emb, opt, ref = _trained(kind, f"rt_{kind}", range(3))
-    info = checkpoint.save(tmp_path / "ck", emb, opt)
+    info = checkpoint.save(_name(tmp_path, "ck"), emb, opt)
     assert info.names == (emb.name,) and info.rows == NUM_NODES and info.files
     for step in range(3, 6):  # wander off ...
         for ids, grads in step_workload(SEED + 1, step, NUM_NODES, DIM):
             record_and_backward(emb, ids, grads)
         opt.step()
-    checkpoint.load(str(tmp_path / "ck"), [emb], opt)  # ... and come back
+    checkpoint.load(_name(tmp_path, "ck"), [emb], opt)  # ... and come back
     np.testing.assert_allclose(_rows(emb), ref.weight.numpy(), rtol=1e-5, atol=1e-5)
     for step in range(3, 6):
         calls = step_workload(SEED, step, NUM_NODES, DIM)
@@ -196,15 +206,15 @@ def test_missing_folder_raises_and_changes_nothing(standalone, tmp_path):
     emb, opt, _ = _trained("adagrad", "missing", range(2))
     before = _rows(emb)
     with pytest.raises(FileNotFoundError, match="nope"):
-        checkpoint.load(tmp_path / "nope", [emb], opt)
+        checkpoint.load(_name(tmp_path, "nope"), [emb], opt)
     with pytest.raises(FileNotFoundError):
-        checkpoint.load(tmp_path / "nope", [emb])
+        checkpoint.load(_name(tmp_path, "nope"), [emb])
     np.testing.assert_array_equal(_rows(emb), before)
     # A folder without this embedding in it.
     other = DistEmbedding(NUM_NODES, DIM, name="other_emb")
-    checkpoint.save(tmp_path / "partial", [other])
+    checkpoint.save(_name(tmp_path, "partial"), [other])
     with pytest.raises(FileNotFoundError, match="missing"):
-        checkpoint.load(tmp_path / "partial", [emb])
+        checkpoint.load(_name(tmp_path, "partial"), [emb])
     np.testing.assert_array_equal(_rows(emb), before)
 
 
@@ -214,15 +224,21 @@ def test_checkpoint_of_another_graph_is_refused(graphs, tmp_path):
     try:
         DistGraph("othergraph", part_config=other_config)
         foreign, foreign_opt, _ = _trained("adagrad", "shared_name", range(2))
-        checkpoint.save(tmp_path / "foreign", [foreign], foreign_opt)
+        checkpoint.save(_name(tmp_path, "foreign"), [foreign], foreign_opt)
         exit_client()
+        # Each graph's standalone checkpoints live beside its own partition config: bring this one over.
+        shutil.copytree(
+            Path(other_config).parent / "checkpoints" / _name(tmp_path, "foreign"),
+            Path(config).parent / "checkpoints" / _name(tmp_path, "foreign"),
+        )
         DistGraph("testgraph", part_config=config)
         emb, opt, _ = _trained("adagrad", "shared_name", range(1))
         before = _rows(emb)
         with pytest.raises(ValueError, match="othergraph"):
-            checkpoint.load(tmp_path / "foreign", [emb], opt)  # refused on the trainer (folder readable here)
+            # Refused on the trainer (the folder is readable here).
+            checkpoint.load(_name(tmp_path, "foreign"), [emb], opt)
         with pytest.raises(ValueError, match="othergraph"):
-            checkpoint.load(tmp_path / "foreign", [emb])  # refused by the servers
+            checkpoint.load(_name(tmp_path, "foreign"), [emb])  # refused by the servers
         np.testing.assert_array_equal(_rows(emb), before)
     finally:
         exit_client()
@@ -230,38 +246,45 @@ def test_checkpoint_of_another_graph_is_refused(graphs, tmp_path):
 
 def test_state_of_another_optimizer_kind_is_refused(standalone, tmp_path):
     emb, opt, _ = _trained("adagrad", "kinds", range(2))
-    checkpoint.save(tmp_path / "ck", [emb], opt)
+    checkpoint.save(_name(tmp_path, "ck"), [emb], opt)
     before = _rows(emb)
     with pytest.raises(ValueError, match="adagrad"):
-        checkpoint.load(tmp_path / "ck", [emb], SparseAdam([emb], lr=0.1))
+        checkpoint.load(_name(tmp_path, "ck"), [emb], SparseAdam([emb], lr=0.1))
     with pytest.raises(ValueError, match="adagrad"):
-        checkpoint.load(tmp_path / "ck", [emb], SparseAdagrad([emb], lr=0.1, rowwise=True))
+        checkpoint.load(_name(tmp_path, "ck"), [emb], SparseAdagrad([emb], lr=0.1, rowwise=True))
     np.testing.assert_array_equal(_rows(emb), before)
 
 
-def test_bad_arguments(standalone, tmp_path):
+def test_bad_arguments(standalone, graphs, tmp_path):
     emb, opt, _ = _trained("adagrad", "args", range(1))
     with pytest.raises(TypeError, match="DistEmbedding"):
-        checkpoint.save(tmp_path / "x", [torch.zeros(3)])
+        checkpoint.save(_name(tmp_path, "x"), [torch.zeros(3)])
     with pytest.raises(TypeError, match="optimizer"):
-        checkpoint.save(tmp_path / "x", [emb], torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1))
+        checkpoint.save(
+            _name(tmp_path, "x"), [emb], torch.optim.SGD([torch.zeros(1, requires_grad=True)], lr=0.1)
+        )
     with pytest.raises(ValueError, match="empty"):
-        checkpoint.save(tmp_path / "x", [])
+        checkpoint.save(_name(tmp_path, "x"), [])
     with pytest.raises(TypeError, match="path"):
         checkpoint.save(3, [emb])
     with pytest.raises(ValueError, match="path"):
         checkpoint.save("", [emb])
-    assert not (tmp_path / "x").exists()
+    with pytest.raises(ValueError, match="absolute"):
+        checkpoint.save(tmp_path / "x", [emb])
+    with pytest.raises(ValueError, match="'..'"):
+        checkpoint.save("../x", [emb])
+    # Standalone checkpoints live under checkpoints/ beside the partition config, as a server's do.
+    assert not (Path(graphs[0]).parent / "checkpoints" / _name(tmp_path, "x")).exists()
     # The optimizer's embeddings are saved with the ones named.
-    info = checkpoint.save(tmp_path / "y", [], opt)
+    info = checkpoint.save(_name(tmp_path, "y"), [], opt)
     assert info.names == ("args",)
 
 
 def test_optimizer_save_and_load_methods(standalone, tmp_path):
     emb, opt, ref = _trained("rowwise_adagrad", "methods", range(2))
-    info = opt.save(str(tmp_path / "m"))
+    info = opt.save(_name(tmp_path, "m"))
     assert info.names == ("methods",)
     record_and_backward(emb, np.arange(10), np.ones((10, DIM), np.float32))
     opt.step()
-    opt.load(str(tmp_path / "m"))
+    opt.load(_name(tmp_path, "m"))
     np.testing.assert_allclose(_rows(emb), ref.weight.numpy(), rtol=1e-5, atol=1e-5)

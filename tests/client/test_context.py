@@ -31,7 +31,7 @@ servers:
 rpc: {deadline_s: 2.5, max_retries: 0}
 local_read: off
 tls: {ca: certs/ca.pem}
-token: s3cret
+token: s3cret-of-16-chars
 """
     (tmp_path / "cluster.yaml").write_text(text)
     config = find_cluster_config(str(tmp_path / "cluster.yaml"))
@@ -41,7 +41,7 @@ token: s3cret
     assert config.rpc == RpcPolicy(deadline_s=2.5, max_retries=0)
     assert config.local_read == "off"  # YAML's bare `off` is a boolean; it still means "off"
     assert config.tls.ca == str(tmp_path / "certs" / "ca.pem")
-    assert config.token == "s3cret"
+    assert config.token == "s3cret-of-16-chars"
     # One schema for launch and trainers: a key neither knows is a typo, reported by both.
     (tmp_path / "cluster.yaml").write_text(text.replace("max_retries: 0", "max_retries: 0, future_knob: 1"))
     with pytest.raises(ConfigError, match="'rpc.future_knob' is not a known field"):
@@ -247,3 +247,32 @@ def test_server_that_dies_gives_a_named_error_not_a_hang(tmp_path):
     finally:
         group.stop()
         api.exit_client()
+
+
+def test_a_dgl_ip_config_defers_to_the_cluster_in_graphstore_config(tmp_path, monkeypatch, caplog):
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text("servers:\n  - {host: 127.0.0.1, port: 41001}\n  - {host: 127.0.0.1, port: 41002}\n")
+    ip_config = tmp_path / "ip_config.txt"
+    ip_config.write_text("127.0.0.1\n")
+    monkeypatch.delenv("GRAPHSTORE_CONFIG", raising=False)
+    assert [s.port for s in find_cluster_config(str(ip_config)).servers] == [30050]
+    with pytest.raises(FileNotFoundError, match="ip_config .*missing.txt"):
+        find_cluster_config(str(tmp_path / "missing.txt"))
+    monkeypatch.setenv("GRAPHSTORE_CONFIG", str(cluster))
+    with caplog.at_level("WARNING", logger="graphstore.client.config"):
+        assert [s.port for s in find_cluster_config(str(ip_config)).servers] == [41001, 41002]
+        assert not caplog.records
+        assert find_cluster_config(str(tmp_path / "missing.txt")).servers[0].port == 41001
+    assert (
+        "missing.txt" in caplog.records[0].getMessage() and "does not exist" in caplog.records[0].getMessage()
+    )
+    yaml_given = tmp_path / "other.yaml"
+    yaml_given.write_text("servers:\n  - {host: 127.0.0.1, port: 42000}\n")
+    assert find_cluster_config(str(yaml_given)).servers[0].port == 42000, "an explicit YAML is used as given"
+
+
+def test_initialize_refuses_use_graphbolt_and_unknown_options():
+    with pytest.raises(NotImplementedError, match="use_graphbolt=True"):
+        api.initialize({"servers": [{"host": "127.0.0.1", "port": 1}]}, use_graphbolt=True)
+    with pytest.raises(ValueError, match="num_samplers"):
+        api.initialize({"servers": [{"host": "127.0.0.1", "port": 1}]}, num_samplers=2)

@@ -30,6 +30,7 @@ from tests.client.test_dist_tensor import (
     unique_name,
 )
 from tests.utils.barriers import barrier_has_waiters, dist_graph_barrier_name
+from tests.utils.graphs import make_partitioned_graph
 from tests.utils.wait import wait_until
 
 BARRIER_TRAINER = str(Path(__file__).with_name("barrier_trainer.py"))
@@ -73,6 +74,18 @@ def test_graph_name_and_book_must_match(dist):
     with pytest.raises(ValueError, match="gpb"):
         DistGraph(GRAPH_NAME, gpb=wrong, part_config=dist.config_path)
     assert DistGraph(GRAPH_NAME, gpb=dist.graph.get_partition_book()).num_nodes() == NUM_NODES
+
+
+def test_a_part_config_given_once_connected_must_be_the_open_graphs(dist, tmp_path):
+    """The context is opened once per process; a later DistGraph naming a missing or another partition
+    config is an error, not a silent reuse of the open graph."""
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        DistGraph(GRAPH_NAME, part_config=str(tmp_path / "missing.json"))
+    other_config, _ = make_partitioned_graph(tmp_path, num_nodes=NUM_NODES + 40, graph_name=GRAPH_NAME)
+    expected = "standalone graph from" if dist.mode == "standalone" else "describes graph .*but the servers"
+    with pytest.raises(ValueError, match=expected):
+        DistGraph(GRAPH_NAME, part_config=other_config)
+    assert DistGraph(GRAPH_NAME, part_config=dist.config_path).num_nodes() == NUM_NODES
 
 
 def test_ndata_edata_views(dist):

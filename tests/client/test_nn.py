@@ -222,3 +222,23 @@ def test_layers_under_autocast(device, dtype):
     with torch.autocast(device_type=device, dtype=dtype):
         out = gat(blocks[0], x)
     assert torch.isfinite(out.float()).all()
+
+
+def test_gat_edge_weight_scales_each_edges_attention():
+    rng = np.random.default_rng(6)
+    torch.manual_seed(0)
+    seeds = rng.choice(100, 10, replace=False)
+    dst = np.repeat(seeds, rng.integers(1, 5, len(seeds)))
+    block = to_block(SampledSubgraph(rng.integers(0, 100, dst.size), dst, np.arange(dst.size), 100), seeds)
+    layer = GATConv(5, 4, num_heads=2).double()
+    h = torch.randn(block.num_src_nodes(), 5, dtype=torch.float64)
+    weight = torch.rand(block.num_edges(), dtype=torch.float64)
+    _, plain = layer(block, h, get_attention=True)
+    out, weighted = layer(block, h, edge_weight=weight, get_attention=True)
+    torch.testing.assert_close(weighted, plain * weight.view(-1, 1, 1))
+    src, dst_local = block.edges()
+    z = layer.fc(h).view(-1, 2, 4)
+    expected = torch.zeros(block.num_dst_nodes(), 2, 4, dtype=torch.float64).index_add_(
+        0, dst_local, z[src] * weighted
+    ) + layer.bias.view(1, 2, 4)
+    torch.testing.assert_close(out, expected)

@@ -7,6 +7,8 @@ are compared with a dense single-process reference (tests/client/optim_helpers.p
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -384,7 +386,7 @@ def test_trainers_match_dense_reference(world_size, small_graph, two_servers, tm
     config, graph = small_graph
     cluster = cluster_config(config, two_servers.addresses)
     prefix = f"dist{world_size}"
-    ckpt = str(tmp_path / "ckpt")
+    ckpt = f"{tmp_path.name}/ckpt"  # under the servers' default root, checkpoints/ beside the config
     results = run_trainers(
         _distributed_worker,
         world_size,
@@ -398,7 +400,9 @@ def test_trainers_match_dense_reference(world_size, small_graph, two_servers, tm
         want_rows = ref.weight.numpy()[orig_nid]  # new-ID order
         for rank_rows, _ in results:
             np.testing.assert_allclose(rank_rows[kind], want_rows, rtol=1e-5, atol=1e-5)
-        rows, state_kind, state = read_checkpoint(ckpt, f"{prefix}_{kind}", orig_nid)
+        rows, state_kind, state = read_checkpoint(
+            os.path.join(os.path.dirname(config), "checkpoints", ckpt), f"{prefix}_{kind}", orig_nid
+        )
         assert state_kind == kind
         np.testing.assert_allclose(rows, want_rows, rtol=1e-5, atol=1e-5)
         want_state = ref.state_numpy()

@@ -4,6 +4,9 @@ and DistEmbedding over a type's ID space, SparseAdagrad across types, checkpoint
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -172,17 +175,19 @@ def test_checkpoints_restore_typed_embeddings_by_original_id_into_another_partit
     )
     values = torch.randn(NUM_NODES["author"], 2)
     emb.weight[torch.arange(NUM_NODES["author"])] = values
-    folder = tmp_path / "ckpt"
-    checkpoint.save(str(folder), [emb])
+    checkpoint.save("typed-ckpt", [emb])
     by_original = np.empty_like(values.numpy())
     by_original[result.orig_nids_per_type["author"]] = values.numpy()
     api.exit_client()
-    # a 2-partition copy of the same graph: other per-type IDs, same original IDs
+    # a 2-partition copy of the same graph: other per-type IDs, same original IDs; its checkpoint root
+    # is beside its own partition config, so the files are copied there (as between hosts)
     other, _ = make_typed_partitions(tmp_path, 2, "random", seed=0)
+    source = Path(result.config_path).parent / "checkpoints" / "typed-ckpt"
+    shutil.copytree(source, Path(other.config_path).parent / "checkpoints" / "typed-ckpt")
     g2 = DistGraph("typed", part_config=other.config_path)
     emb2 = DistEmbedding(
         NUM_NODES["author"], 2, name=emb.name, part_policy=g2.get_node_partition_policy("author")
     )
-    checkpoint.load(str(folder), [emb2])
+    checkpoint.load("typed-ckpt", [emb2])
     restored = emb2.weight[torch.arange(NUM_NODES["author"])].numpy()
     np.testing.assert_allclose(restored, by_original[other.orig_nids_per_type["author"]])

@@ -77,7 +77,7 @@ def test_full_config_and_relative_paths(tmp_path):
         restart: on-failure
         checkpoint: {path: ckpt, every_s: 60}
         tls: {cert: certs/server.crt, key: certs/server.key, ca: certs/ca.crt}
-        token: s3cret
+        token: s3cret-of-16-chars
         metrics_port: 9100
         """
     )

@@ -27,7 +27,7 @@ def home(tmp_path, monkeypatch):
     folder = tmp_path / "home"
     (folder / "parts").mkdir(parents=True)
     (folder / "parts" / "g.json").write_text(json.dumps({"graph_name": "g", "num_parts": 2}))
-    (folder / "token").write_text("t0ken-from-file\n")
+    (folder / "token").write_text("t0ken-from-the-file\n")
     monkeypatch.setenv("HOME", str(folder))
     return folder
 
@@ -89,7 +89,9 @@ def test_every_reader_gets_the_same_config(tmp_path, home):
     assert launch == client == from_demo
     assert launch.part_config == str(home / "parts" / "g.json")
     assert launch.checkpoint.path == str(tmp_path / "ckpt") and launch.token_file == str(home / "token")
-    assert launch.token == "t0ken-from-file" and launch.local_read == "off" and launch.background_nice == 5
+    assert (
+        launch.token == "t0ken-from-the-file" and launch.local_read == "off" and launch.background_nice == 5
+    )
     assert launch.rpc.deadline_s == 7 and launch.num_trainers == 2
     status = read_as_status(path)
     assert status.returncode == 1, status.stderr  # read fine; nothing serves

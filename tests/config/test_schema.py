@@ -22,6 +22,8 @@ from graphstore.config import (
     split_address,
 )
 from graphstore.errors import ConfigError
+from graphstore.launcher.process_commands import server_command
+from graphstore.limits import RequestLimits
 from graphstore.rpc import RpcPolicy
 
 SERVERS = [
@@ -209,6 +211,18 @@ BAD_FIELDS = [
     ("checkpoint every_s long", checkpoint(every_s=1e6), "'checkpoint.every_s' = 1000000.0"),
     ("checkpoint updates zero", checkpoint(every_updates=0), "'checkpoint.every_updates' = 0 must be >= 1"),
     ("checkpoint keep zero", checkpoint(keep=0), "field 'checkpoint.keep' = 0 must be >= 1"),
+    (
+        "checkpoint durability unknown",
+        checkpoint(durability="journal"),
+        "field 'checkpoint.durability' = 'journal' must be one of checkpoint, wal",
+    ),
+    (
+        "wal without a folder",
+        {"checkpoint": {"durability": "wal"}},
+        "'checkpoint.path' is missing (durability",
+    ),
+    ("fsync without wal", checkpoint(fsync=True), "'checkpoint.fsync' applies to durability: wal only"),
+    ("fsync text", checkpoint(durability="wal", fsync="yes"), "'checkpoint.fsync' must be true or false"),
     ("tls empty", {"tls": {}}, "field 'tls' names no files"),
     ("tls unknown", {"tls": {"ca": "ca", "crt": "x"}}, "field 'tls.crt' is not a known field"),
     (
@@ -250,6 +264,18 @@ BAD_FIELDS = [
         {"metrics_port": "9100"},
         "field 'metrics_port' must be an integer port, got '9100'",
     ),
+    ("short token", {"token": "s3cret"}, "16 to 4096 characters long, got 6"),
+    ("limits typo", {"limits": {"max_edges": 5}}, "field 'limits.max_edges' is not a known field"),
+    ("limits zero", {"limits": {"max_sampled_edges": 0}}, "'limits.max_sampled_edges' = 0 must be >= 1"),
+    ("limits rank", {"limits": {"max_tensor_dims": 9}}, "max_tensor_dims must be at most 8"),
+    ("limits barrier", {"limits": {"max_barrier_timeout_s": 1e300}}, "max_barrier_timeout_s must be in"),
+    (
+        "chunks over the limits",
+        {"rpc": {"chunk_bytes": 2048}, "limits": {"max_request_bytes": 1024}},
+        "'rpc.chunk_bytes' = 2048 must fit the servers' limits",
+    ),
+    ("metrics_host", {"metrics_host": "a b"}, "field 'metrics_host'"),
+    ("checkpoint root", {"checkpoint": {"root": 3}}, "'checkpoint.root'"),
 ]
 
 
@@ -283,7 +309,7 @@ def test_launch_checks_need_graph_name_and_part_config(tmp_path, missing):
 
 def full_config(folder: Path) -> ClusterConfig:
     """A config that sets every field (relative paths against ``folder``)."""
-    (folder / "token").write_text("t0ken-from-file\n")
+    (folder / "token").write_text("t0ken-from-the-file\n")
     return parse(
         folder,
         graph_name="g",
@@ -300,10 +326,19 @@ def full_config(folder: Path) -> ClusterConfig:
         background_nice=19,
         restart="on-failure",
         max_restarts=0,
-        checkpoint={"path": "ckpt", "every_updates": 10, "keep": 1},
+        checkpoint={
+            "path": "ckpt",
+            "every_updates": 10,
+            "keep": 1,
+            "durability": "wal",
+            "fsync": True,
+            "root": "named",
+        },
         tls={"cert": "s.crt", "key": "s.key", "ca": "ca.crt", "client_auth": True, "server_name": "gs"},
         token_file="token",
         metrics_port=65534,
+        metrics_host="0.0.0.0",
+        limits={"max_sampled_edges": 1000, "memory_margin_mb": 0, "auth_cooldown_s": 5},
     )
 
 
@@ -314,10 +349,41 @@ def test_good_values_of_every_field(tmp_path):
     assert config.rpc.deadline_s == 5.0 and config.rpc.max_retries == 0 and config.rpc.chunk_bytes == 1024
     assert config.local_read == "off" and config.local_part_id == 1 and config.background_nice == 19
     assert config.checkpoint.path == str(tmp_path / "ckpt") and config.checkpoint.every_updates == 10
+    assert config.checkpoint.durability == "wal" and config.checkpoint.fsync
     assert config.tls.client_auth and config.tls.ca == str(tmp_path / "ca.crt")
-    assert config.token == "t0ken-from-file" and config.metrics_port_of(1) == 65535
+    assert config.token == "t0ken-from-the-file" and config.metrics_port_of(1) == 65535
     security = config.channel_security()
-    assert security.cert == str(tmp_path / "s.crt") and security.token == "t0ken-from-file"
+    assert security.cert == str(tmp_path / "s.crt") and security.token == "t0ken-from-the-file"
+    assert config.limits == RequestLimits(max_sampled_edges=1000, memory_margin_mb=0, auth_cooldown_s=5.0)
+    assert config.checkpoint.root == str(tmp_path / "named") and config.metrics_host == "0.0.0.0"
+
+
+def test_short_token_with_the_override_and_the_servers_flags(tmp_path):
+    config = parse(
+        tmp_path,
+        part_config="g.json",
+        token="s3cret",
+        allow_short_token=True,
+        metrics_port=9100,
+        metrics_host="0.0.0.0",
+        checkpoint={"root": "named"},
+        limits={"max_sampled_edges": 1000, "auth_cooldown_s": 2.5},
+    )
+    assert config.token == "s3cret" and config.allow_short_token
+    argv = server_command(config, config.servers[1], "python")
+    for flag in (
+        ["--allow-short-token"],
+        ["--metrics-port", "9101", "--metrics-host", "0.0.0.0"],
+        ["--checkpoint-root", str(tmp_path / "named")],
+        ["--max-sampled-edges", "1000", "--auth-cooldown-s", "2.5"],
+    ):
+        assert any(argv[i : i + len(flag)] == flag for i in range(len(argv))), (flag, argv)
+    assert "s3cret" not in argv
+    from graphstore.launcher.cli import build_parser
+    from graphstore.launcher.commands.server import limits_from_args
+
+    args = build_parser("server").parse_args(argv[4:])
+    assert limits_from_args(args) == config.limits and args.allow_short_token
 
 
 def test_document_round_trip_gives_an_equal_config(tmp_path):
@@ -326,7 +392,7 @@ def test_document_round_trip_gives_an_equal_config(tmp_path):
     assert "token" not in document, "a token from a file is written as its path"
     again = parse_cluster_config(document, tmp_path / "elsewhere", source="test.yaml", check_files=False)
     assert again == config
-    inline = dataclasses.replace(config, token="inline-token", token_file=None)
+    inline = dataclasses.replace(config, token="inline-token-of-16+", token_file=None)
     assert parse_cluster_config(config_to_mapping(inline), tmp_path, "test.yaml", check_files=False) == inline
 
 

@@ -2,11 +2,13 @@
 signatures): each name is called with DGL's arguments on a small real graph in standalone mode (and
 ``initialize`` against real servers), and its results are checked against the graph's own arrays.
 
-Calls that DGL documents and the namespace does not accept yet are ``xfail(strict=True)``: each turns
-into a failure (to be made a plain test) once the namespace supports it.
+DGL 2.x calls are accepted with DGL's arguments; an argument value graphstore does not implement raises
+``NotImplementedError`` naming it.
 """
 
 from __future__ import annotations
+
+import logging
 
 import numpy as np
 import pytest
@@ -15,6 +17,7 @@ import torch as th
 import graphstore.compat.dgl as dgl
 from graphstore.launcher.local_servers import start_servers
 from tests.e2e.conftest import CompatGraph
+from tests.launcher.helpers import write_cluster
 
 NUM_NODES = 600
 CANONICAL_ETYPE = ("_N", "_E", "_N")
@@ -104,6 +107,9 @@ def test_dist_tensor_as_dgl_documents_it(compat_graph: CompatGraph):
     assert th.equal(arr[0:4], th.tensor([[2, 2], [2, 2], [2, 2], [1, 1]], dtype=th.int32))
     assert arr.shape == (NUM_NODES, 2) and arr.dtype == th.int32 and len(arr) == NUM_NODES
     assert isinstance(arr.name, str) and arr.part_policy.policy_str == "node:_N"
+    assert arr.tensor_name == arr.kvstore_key == arr.name
+    home = g.get_partition_book().partid2nids(g.get_partition_book().partid)
+    assert th.equal(arr.local_partition, arr[home]), "the rows of this trainer's partition"
 
     zeros = dgl.distributed.DistTensor((g.num_edges(), 1), th.float32, name="compat_edge_w", persistent=True)
     assert zeros.part_policy.policy_str == "edge:_E" and zeros.count_nonzero() == 0
@@ -134,6 +140,7 @@ def test_dist_embedding_and_its_optimizers(compat_graph: CompatGraph, optimizer,
     assert (emb.num_embeddings, emb.embedding_dim, emb.name) == (NUM_NODES, 4, f"compat_{optimizer}")
     assert emb.part_policy.policy_str == "node:_N"
     opt = getattr(dgl.distributed.optim, optimizer)([emb], **kwargs)
+    assert isinstance(opt, dgl.distributed.optim.DistSparseGradOptimizer)
     ids = th.tensor([3, 400, 17])
     rows = emb(ids, th.device("cpu"))
     assert rows.shape == (3, 4) and rows.requires_grad and th.equal(rows, th.ones(3, 4))
@@ -226,9 +233,6 @@ def test_initialize_with_a_dgl_ip_config_file(compat_files, compat_servers, tmp_
         dgl.distributed.initialize(str(tmp_path / "missing_ip_config.txt"))
 
 
-@pytest.mark.xfail(
-    strict=True, raises=ValueError, reason="initialize() does not accept DGL 2.x's use_graphbolt"
-)
 def test_initialize_accepts_use_graphbolt(compat_servers, tmp_path):
     ip_config = _write_ip_config(tmp_path / "ip_config.txt", compat_servers.addresses)
     dgl.distributed.exit_client()
@@ -237,11 +241,36 @@ def test_initialize_accepts_use_graphbolt(compat_servers, tmp_path):
         assert dgl.distributed.DistGraph("testgraph").num_nodes() == NUM_NODES
     finally:
         dgl.distributed.exit_client()
+    with pytest.raises(NotImplementedError, match="use_graphbolt=True"):
+        dgl.distributed.initialize(ip_config, use_graphbolt=True)
 
 
-@pytest.mark.xfail(
-    strict=True, raises=(TypeError, AttributeError, AssertionError), reason="DGL 2.x calls not supported yet"
-)
+def test_a_launched_cluster_wins_over_a_dgl_ip_config(
+    compat_files, compat_servers, tmp_path, monkeypatch, caplog
+):
+    """Under ``graphstore launch`` (GRAPHSTORE_CONFIG set) a DGL script's own ip_config.txt (DGL's default
+    port) does not replace the cluster: initialize() uses the cluster and checks the file's hosts."""
+    ports = [int(address.rsplit(":", 1)[1]) for address in compat_servers.addresses]
+    monkeypatch.setenv("GRAPHSTORE_CONFIG", str(write_cluster(tmp_path, compat_files[0], ports)))
+    same_hosts = tmp_path / "ip_config.txt"
+    same_hosts.write_text("127.0.0.1\n")  # one machine, DGL's default port 30050
+    other_hosts = tmp_path / "ip_config_other.txt"
+    other_hosts.write_text("10.11.12.13 30050\n10.11.12.14 30050\n")
+    dgl.distributed.exit_client()
+    try:
+        with caplog.at_level(logging.WARNING, logger="graphstore.client.config"):
+            dgl.distributed.initialize(str(same_hosts))
+            assert dgl.distributed.DistGraph("testgraph").num_nodes() == NUM_NODES
+            assert not caplog.records, "the same host: no warning"
+            dgl.distributed.exit_client()
+            dgl.distributed.initialize(str(other_hosts))
+            assert dgl.distributed.DistGraph("testgraph").num_nodes() == NUM_NODES
+        (record,) = caplog.records
+        assert "10.11.12.13" in record.getMessage() and "127.0.0.1" in record.getMessage()
+    finally:
+        dgl.distributed.exit_client()
+
+
 @pytest.mark.parametrize(
     "call",
     [
@@ -254,7 +283,7 @@ def test_initialize_accepts_use_graphbolt(compat_servers, tmp_path):
         "DistGraph.to_canonical_etype / is_pinned / sample_neighbors",
     ],
 )
-def test_dgl_calls_not_supported_yet(compat_graph: CompatGraph, call):
+def test_dgl_2x_calls(compat_graph: CompatGraph, call):
     g, config = compat_graph.graph, compat_graph.config
     if call.startswith("DistTensor.count_nonzero"):
         # DGL counts the nonzero elements (torch.count_nonzero over the rows); a row [0, 1] has one.
@@ -266,12 +295,20 @@ def test_dgl_calls_not_supported_yet(compat_graph: CompatGraph, call):
             (NUM_NODES, 1), th.float32, "compat_gdata", is_gdata=True, attach=True
         )
         assert arr.shape == (NUM_NODES, 1)
+        for option in ("is_gdata", "attach"):
+            with pytest.raises(NotImplementedError, match=f"{option}=False"):
+                dgl.distributed.DistTensor((NUM_NODES, 1), th.float32, "compat_gdata", **{option: False})
     elif call.startswith("load_partition ->"):
         part = dgl.distributed.load_partition(config, 0, load_feats=True, use_graphbolt=False)
         assert isinstance(part, tuple) and len(part) == 7
         _, node_feats, _, gpb, graph_name, ntypes, etypes = part
         assert "_N/feat" in node_feats and graph_name == "testgraph" and gpb.partid == 0
         assert list(ntypes) == ["_N"] and list(etypes) == [CANONICAL_ETYPE]
+        local = gpb.partid2nids(0)
+        np.testing.assert_array_equal(node_feats["_N/feat"].numpy(), compat_graph.ref["feat"][local.numpy()])
+        assert dgl.distributed.load_partition(config, 1, load_feats=False)[1:3] == ({}, {})
+        with pytest.raises(NotImplementedError, match="use_graphbolt=True"):
+            dgl.distributed.load_partition(config, 0, use_graphbolt=True)
     elif call.startswith("load_partition_book"):
         result = dgl.distributed.load_partition_book(config, 1)
         assert isinstance(result, tuple) and len(result) == 4
@@ -284,6 +321,56 @@ def test_dgl_calls_not_supported_yet(compat_graph: CompatGraph, call):
     elif call.startswith("sample_neighbors"):
         frontier = dgl.distributed.sample_neighbors(g, th.tensor([1, 2]), 2, use_graphbolt=False)
         assert frontier.num_edges() > 0
+        with pytest.raises(NotImplementedError, match="use_graphbolt=True"):
+            dgl.distributed.sample_neighbors(g, th.tensor([1, 2]), 2, use_graphbolt=True)
     else:
         assert g.to_canonical_etype("_E") == CANONICAL_ETYPE and g.is_pinned() is False
         assert g.sample_neighbors(th.tensor([1, 2]), 2).num_edges() > 0
+
+
+def test_partition_book_methods_return_tensors_for_any_input(compat_graph: CompatGraph):
+    pb = compat_graph.graph.get_partition_book()
+    first_of_1 = pb.metadata()[0]["num_nodes"]
+    for ids in ([0, first_of_1], np.array([0, first_of_1]), th.tensor([0, first_of_1])):
+        parts = pb.nid2partid(ids)
+        assert isinstance(parts, th.Tensor) and parts.dtype == th.int64 and parts.tolist() == [0, 1]
+    results = [
+        pb.partid2eids(0),
+        pb.nid2localnid([first_of_1], 1),
+        pb.eid2localeid(np.array([0]), 0),
+        pb.eid2partid([0]),
+        *pb.map_to_per_ntype([1, 2]),
+        *pb.map_to_per_etype([1, 2]),
+        pb.map_to_homo_nid([1, 2], "_N"),
+        pb.map_to_homo_eid([1, 2], "_E"),
+    ]
+    assert all(isinstance(r, th.Tensor) and r.dtype == th.int64 for r in results)
+    assert pb.is_homogeneous and pb.local_ntype_offset == [0, first_of_1]
+    assert pb.global_nid_dtype == pb.global_eid_dtype == th.int64
+    with pytest.raises(NotImplementedError, match="shared_memory"):
+        pb.shared_memory("testgraph")
+
+
+def test_range_partition_book_takes_dgls_constructor_arguments():
+    node_map = {"_N": th.tensor([[0, 4], [4, 10]])}
+    edge_map = {CANONICAL_ETYPE: np.array([[0, 7], [7, 20]])}
+    book = dgl.distributed.RangePartitionBook(1, 2, node_map, edge_map, {"_N": 0}, {CANONICAL_ETYPE: 0})
+    assert book.partid == 1 and book.num_partitions() == 2
+    assert book.partid2nids(1).tolist() == list(range(4, 10))
+    assert book.eid2partid(th.tensor([6, 7])).tolist() == [0, 1]
+    typed = dgl.distributed.RangePartitionBook(
+        0,
+        2,
+        {"user": [[0, 3], [5, 9]], "item": [[3, 5], [9, 10]]},
+        {"user:buys:item": [[0, 6], [6, 8]]},
+        {"user": 0, "item": 1},
+        {("user", "buys", "item"): 0},
+    )
+    assert typed.ntypes == ["user", "item"] and typed.canonical_etypes == [("user", "buys", "item")]
+    assert typed.map_to_homo_nid(th.tensor([0, 1, 2]), "item").tolist() == [3, 4, 9]
+    type_ids, per_type = typed.map_to_per_ntype(th.tensor([4, 5, 9]))
+    assert type_ids.tolist() == [1, 0, 1] and per_type.tolist() == [1, 3, 2]
+    with pytest.raises(ValueError, match="num_parts=3"):
+        dgl.distributed.RangePartitionBook(0, 3, node_map, edge_map, {"_N": 0}, {CANONICAL_ETYPE: 0})
+    with pytest.raises(TypeError, match="ntypes must be a dict"):
+        dgl.distributed.RangePartitionBook(0, 2, node_map, edge_map, ["_N"], {CANONICAL_ETYPE: 0})

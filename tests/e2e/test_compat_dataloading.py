@@ -2,7 +2,7 @@
 arguments on a small real graph in standalone mode: samplers, the distributed loaders, the negative
 sampler and the GNN layers, checked against the graph's arrays and against the layers' formulas.
 
-Calls that DGL documents and the namespace does not accept yet are ``xfail(strict=True)``.
+DGL 2.x arguments are accepted; a value graphstore does not implement raises ``NotImplementedError``.
 """
 
 from __future__ import annotations
@@ -186,12 +186,62 @@ def test_dgl_only_arguments_give_clear_errors():
         dgl.dataloading.NeighborSampler([5], prefetch_edge_feats=["w"])
 
 
-@pytest.mark.xfail(strict=True, raises=TypeError, reason="DGL 2.x arguments not supported yet")
 @pytest.mark.parametrize("call", ["NeighborSampler(fused=True)", "GATConv.forward(edge_weight=None)"])
-def test_dgl_calls_not_supported_yet(one_block, call):
+def test_dgl_2x_arguments(one_block, call):
     block, h = one_block
     if call.startswith("NeighborSampler"):
         assert dgl.dataloading.NeighborSampler([2], fused=True).num_layers == 1
+        with pytest.raises(NotImplementedError, match="fused=False"):
+            dgl.dataloading.NeighborSampler([2], fused=False)
     else:
         conv = dgl.nn.pytorch.GATConv(6, 4, 2, allow_zero_in_degree=True)
         assert conv(block, h, edge_weight=None, get_attention=False).shape == (block.num_dst_nodes(), 2, 4)
+
+
+def test_graph_conv_on_a_sampled_block(one_block):
+    block, h = one_block
+    conv = dgl.nn.pytorch.GraphConv(6, 3, norm="both", allow_zero_in_degree=True)
+    assert dgl.nn.GraphConv is conv.__class__
+    out = conv(block, h)
+    src, dst = block.edges()
+    out_deg = th.bincount(src, minlength=block.num_src_nodes()).clamp(min=1).float()
+    in_deg = th.bincount(dst, minlength=block.num_dst_nodes()).clamp(min=1).float()
+    summed = th.zeros(block.num_dst_nodes(), 6).index_add_(0, dst, (h * out_deg.rsqrt().unsqueeze(1))[src])
+    th.testing.assert_close(out, (summed * in_deg.rsqrt().unsqueeze(1)) @ conv.weight + conv.bias)
+
+
+def test_edge_prediction_sampler_and_dot_product_scores_on_pair_graphs(compat_graph: CompatGraph):
+    """DGL's unsupervised flow: as_edge_prediction_sampler(..., negative_sampler=Uniform(k)), then
+    ``u_dot_v`` scores on the positive and negative pair graphs inside ``local_scope``."""
+    import graphstore.compat.dgl.function as fn
+
+    g, ref = compat_graph.graph, compat_graph.ref
+    sampler = dgl.dataloading.as_edge_prediction_sampler(
+        dgl.dataloading.NeighborSampler([4]),
+        exclude="self",
+        negative_sampler=dgl.dataloading.negative_sampler.PerSourceUniform(2),
+    )
+    loader = dgl.dataloading.DistEdgeDataLoader(g, th.arange(100), sampler, batch_size=50)
+    feat = th.from_numpy(ref["feat"])
+    batches = 0
+    for _input_nodes, pair_graph, neg_pair_graph, blocks in loader:
+        excluded = set(pair_graph.edata[dgl.EID].tolist())
+        assert not excluded & set(blocks[0].edata[dgl.EID].tolist()), "exclude='self'"
+        h = feat[blocks[-1].dstdata[dgl.NID]]
+        for graph in (pair_graph, neg_pair_graph):
+            with graph.local_scope():
+                graph.ndata["h"] = h
+                graph.apply_edges(fn.u_dot_v("h", "h", "score"))
+                score = graph.edata["score"]
+            src, dst = graph.edges()
+            th.testing.assert_close(score, (h[src] * h[dst]).sum(1, keepdim=True))
+            assert "h" not in graph.ndata and "score" not in graph.edata
+        assert neg_pair_graph.num_edges() == 2 * pair_graph.num_edges()
+        batches += 1
+    assert batches == 2
+    with pytest.raises(NotImplementedError, match="exclude='reverse_types'"):
+        dgl.dataloading.as_edge_prediction_sampler(
+            dgl.dataloading.NeighborSampler([4]), exclude="reverse_types"
+        )
+    with pytest.raises(TypeError, match="given both"):
+        dgl.dataloading.DistEdgeDataLoader(g, th.arange(10), sampler, negative_sampler=None)

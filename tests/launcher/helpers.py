@@ -114,15 +114,20 @@ def write_cluster(folder: Path, part_config: str, ports: list[int], **extra) -> 
 
 
 class LaunchRun:
-    """A ``graphstore launch`` subprocess in its own session, its output in a file."""
+    """A ``graphstore launch`` (or ``servers``) subprocess in its own session, its output in a file."""
 
     def __init__(
-        self, args: list[str], log_path: Path, env: dict | None = None, prefix: tuple[str, ...] = ()
+        self,
+        args: list[str],
+        log_path: Path,
+        env: dict | None = None,
+        prefix: tuple[str, ...] = (),
+        subcommand: str = "launch",
     ):
         self.log_path = log_path
         self._log = open(log_path, "w")
         self.proc = subprocess.Popen(
-            [*prefix, *CLI, "launch", *args],
+            [*prefix, *CLI, subcommand, *args],
             stdout=self._log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

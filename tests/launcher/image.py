@@ -11,10 +11,17 @@ file system, inside ``tmp``:
   configuration lists and nothing else;
 - ``RUN pip install <requirement from an index>`` (torch): not downloaded; the image's environment
   sees this machine's installed packages instead;
+- ``RUN python3 -m venv DIR``: DIR is the image's Python environment (it exists already); a later
+  ``RUN`` command on files under DIR (trimming installed packages) is skipped: those are this
+  machine's packages here;
 - any other ``RUN`` command runs with ``sh -c`` in the working directory, with the image's ``bin``
   first on ``PATH``.
 
 ``FROM`` is not fetched: the image's Python is this machine's (the same minor version is checked).
+Several stages (``FROM ... AS build`` ... ``COPY --from=build``) share one file system root and one
+Python environment, so ``COPY --from`` copies within the root (the Python environment is already
+there); the image's working directory is the last stage's. ``$VAR`` in ``ENV`` that no ``ARG`` or
+``ENV`` defines takes this process's value (``PATH=/opt/venv/bin:$PATH``).
 """
 
 from __future__ import annotations
@@ -115,12 +122,17 @@ def _pip_install(args: list[str], image: LocalImage, python: Path) -> None:
     assert result.returncode == 0, f"RUN pip install {' '.join(local)} failed:\n{result.stderr[-3000:]}"
 
 
-def _run_step(command: str, image: LocalImage, python: Path) -> None:
+def _run_step(command: str, image: LocalImage, python: Path, venvs: list[str]) -> None:
     for part in command.split("&&"):
         argv = shlex.split(part)
         if argv[:2] == ["pip", "install"]:
             _pip_install(argv[2:], image, python)
             continue
+        if len(argv) == 4 and argv[0].startswith("python") and argv[1:3] == ["-m", "venv"]:
+            venvs.append(argv[3].rstrip("/"))  # the image's Python environment stands for it
+            continue
+        if any(word.startswith(f"{venv}/") for venv in venvs for word in argv):
+            continue  # a change to installed packages: here they are this machine's, left alone
         result = subprocess.run(
             ["sh", "-c", part],
             cwd=image.workdir,
@@ -151,6 +163,17 @@ def _copy(context: Path, sources: list[str], target: Path, into_folder: bool) ->
             shutil.copy2(path, target)
 
 
+def _copy_from_stage(root: Path, sources: list[str], target: Path, venvs: list[str]) -> None:
+    """``COPY --from=STAGE``: stages share ``root``; a stage's Python environment is the image's."""
+    for source in sources:
+        if source.rstrip("/") in venvs:
+            continue
+        path = root / source.lstrip("/")
+        assert path.exists(), f"COPY --from: {source} does not exist in the earlier stage"
+        if path != target:
+            _copy(root, [source.lstrip("/")], target, into_folder=False)
+
+
 def build_local_image(folder: Path, dockerfile: Path = DOCKERFILE, context: Path = REPO) -> LocalImage:
     """Carry out the Dockerfile's steps into ``folder`` (see the module docstring).
 
@@ -159,12 +182,17 @@ def build_local_image(folder: Path, dockerfile: Path = DOCKERFILE, context: Path
             another minor version than the FROM image's tag).
     """
     root = folder / "root"
+    root.mkdir(parents=True)
     bin_dir = _python_env(folder / "python")
     python = bin_dir / "python"
     image = LocalImage(root=root, workdir=root, bin=bin_dir)
     variables: dict[str, str] = {}
+    venvs: list[str] = []
     for keyword, rest in instructions(dockerfile.read_text()):
-        rest = _substitute(rest, {**variables, **image.env}) if keyword not in ("RUN", "CMD") else rest
+        if keyword == "ENV":
+            rest = _substitute(rest, {**os.environ, **variables, **image.env})
+        elif keyword not in ("RUN", "CMD"):
+            rest = _substitute(rest, {**variables, **image.env})
         if keyword == "FROM":
             tag = re.search(r"python:(\d+)\.(\d+)", rest)
             if tag:
@@ -180,9 +208,14 @@ def build_local_image(folder: Path, dockerfile: Path = DOCKERFILE, context: Path
         elif keyword == "COPY":
             *sources, dest = shlex.split(rest)
             target = image.workdir / dest if not dest.startswith("/") else root / dest[1:]
-            _copy(context, sources, target, into_folder=dest.endswith("/") or len(sources) > 1)
+            stage = [word for word in sources if word.startswith("--from=")]
+            sources = [word for word in sources if not word.startswith("--")]
+            if stage:
+                _copy_from_stage(root, sources, target, venvs)
+            else:
+                _copy(context, sources, target, into_folder=dest.endswith("/") or len(sources) > 1)
         elif keyword == "RUN":
-            _run_step(_substitute(rest, {**variables, **image.env}), image, python)
+            _run_step(_substitute(rest, {**variables, **image.env}), image, python, venvs)
         elif keyword == "EXPOSE":
             image.exposed += [int(port.split("/")[0]) for port in rest.split()]
         elif keyword == "VOLUME":

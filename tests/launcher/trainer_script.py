@@ -11,6 +11,10 @@ Modes:
   waits until every rank has done so and exits with ``--exit-code``; the others sleep (launch must end
   them).
 - ``sleep``: every rank writes its PIDs and sleeps (launch must end them on SIGTERM).
+- ``resume``: for torchrun's restarts (``TORCHELASTIC_RESTART_COUNT``): every rank reads, then bumps,
+  its slot of a persistent DistTensor ``restart_progress`` on the servers; in the first attempt rank
+  ``--fail-rank`` then exits with ``--exit-code``; a later attempt writes ``OUT/resume-RANK.json``
+  with the slots it found (what the earlier attempts left on the same servers).
 
 Also accepts ``--graph-name``, ``--part-config`` and ``--epochs`` like ``examples/train_dist.py``,
 so the compose test can run it in the trainer service's place.
@@ -112,9 +116,39 @@ def train(args: argparse.Namespace, rank: int, world_size: int) -> dict:
     return result
 
 
+def resume(args: argparse.Namespace, rank: int, world_size: int, out: Path) -> int:
+    import torch
+    import torch.distributed as dist
+
+    from graphstore.client.api import exit_client, initialize
+    from graphstore.client.dist_graph import DistGraph
+    from graphstore.client.dist_tensor import DistTensor
+    from graphstore.client.training import init_process_group
+
+    attempt = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
+    init_process_group(torch.device("cpu"))  # what examples/train_dist.py does
+    initialize()
+    num_nodes = DistGraph(args.graph_name).num_nodes()
+    # Node-shaped (a DistTensor's rows are nodes or edges); row RANK is this rank's slot.
+    progress = DistTensor((num_nodes, 1), torch.int64, name="restart_progress", persistent=True)
+    mine = torch.tensor([rank])
+    found = int(progress[mine][0, 0])
+    progress[mine] = torch.tensor([[found + 1]])
+    dist.barrier()
+    if attempt == 0 and rank == args.fail_rank:
+        print(f"trainer {rank} failing on purpose in attempt {attempt}", file=sys.stderr, flush=True)
+        os._exit(args.exit_code)  # a crash: no exit_client(), no clean leave of the group
+    dist.barrier()  # the failing rank never arrives in attempt 0: torchrun restarts everyone
+    result = {"rank": rank, "attempt": attempt, "found": found, "world_size": world_size}
+    (out / f"resume-{rank}.json").write_text(json.dumps(result))
+    exit_client()
+    dist.destroy_process_group()
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--mode", choices=("train", "fail", "sleep"), default="train")
+    parser.add_argument("--mode", choices=("train", "fail", "sleep", "resume"), default="train")
     parser.add_argument("--out", default=None, help="folder for result / pid files")
     parser.add_argument("--graph-name", default="testgraph")
     parser.add_argument("--part-config", default=None, help="accepted like examples/train_dist.py")
@@ -141,6 +175,8 @@ def main() -> int:
         time.sleep(600)
         return 0
 
+    if args.mode == "resume":
+        return resume(args, rank, world_size, out)
     result = train(args, rank, world_size)
     result["env"] = {
         key: os.environ.get(key)

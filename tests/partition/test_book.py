@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphstore.partition import PartitionPolicy, RangePartitionBook, load_partition, load_partition_book
-from graphstore.partition.book import route_ids
+from graphstore.partition.typed_ranges import route_ids
 from tests.utils.graphs import make_partitioned_graph
 
 NODE_BOUNDS = [0, 10, 10, 25, 40]

@@ -125,6 +125,27 @@ def progress(out: Path, ranks: int = 2) -> int:
     return min(done)
 
 
+def start_with_tensors(part_config: str, servers: list, log_dir: Path, args: list[str], policy):
+    """Start the server of partition 0 with ``args`` and create, through a RemotePartition with
+    ``policy``, the run-time tensors ``seq`` (one float per node, zeros) and ``emb`` (two per node,
+    ones). Returns ``(server, client, IDs of the nodes it owns)``."""
+    import numpy as np
+
+    from graphstore.client.transport import RemotePartition
+    from graphstore.types import InitSpec
+
+    (port,) = free_ports(1)
+    server = start_server(part_config, 0, port, log_dir, args)
+    servers.append(server)
+    wait_started(server)
+    client = RemotePartition(server.address, 0, policy)
+    meta = client.metadata()
+    owned = np.arange(meta.node_bounds[0], meta.node_bounds[1])
+    client.init_tensor("seq", (meta.num_nodes, 1), "float32", "node")
+    client.init_tensor("emb", (meta.num_nodes, 2), "float32", "node", init=InitSpec("constant", 1.0))
+    return server, client, owned
+
+
 def kill9(server: ServerProc) -> None:
     """SIGKILL the server (a crash: no shutdown, no final checkpoint) and reap it."""
     os.kill(server.proc.pid, signal.SIGKILL)

@@ -16,7 +16,14 @@ from graphstore.errors import ServerUnavailableError
 from graphstore.rpc import RpcPolicy
 from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
 from graphstore.types import InitSpec, OptimizerConfig
-from tests.reliability.helpers import free_ports, kill9, restart, start_server, wait_started
+from tests.reliability.helpers import (
+    free_ports,
+    kill9,
+    restart,
+    start_server,
+    start_with_tensors,
+    wait_started,
+)
 from tests.utils.wait import wait_until
 
 LR = 0.1
@@ -35,17 +42,9 @@ def _adagrad_ones(steps: int) -> float:
 def test_sigkill_then_restore_latest_loses_only_updates_after_the_last_checkpoint(graph, servers, tmp_path):
     part_config, _, _ = graph
     ckpt = tmp_path / "ckpt"
-    (port,) = free_ports(1)
     args = ["--checkpoint-dir", str(ckpt), "--checkpoint-every-updates", "7", "--checkpoint-keep", "2"]
-    server = start_server(part_config, 0, port, tmp_path, args)
-    servers.append(server)
-    wait_started(server)
-
-    client = RemotePartition(server.address, 0, RIDE_OUT)
+    server, client, owned = start_with_tensors(part_config, servers, tmp_path, args, RIDE_OUT)
     meta = client.metadata()
-    owned = np.arange(meta.node_bounds[0], meta.node_bounds[1])
-    client.init_tensor("seq", (meta.num_nodes, 1), "float32", "node")
-    client.init_tensor("emb", (meta.num_nodes, 2), "float32", "node", init=InitSpec("constant", 1.0))
 
     seq_acked: list[float] = []  # seq_acked[i]: when row owned[i] = i + 1 was acknowledged
     grad_acked: list[tuple[int, float]] = []  # (row index, ack time) of each gradient step

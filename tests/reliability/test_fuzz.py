@@ -26,6 +26,7 @@ CLEAR_ERRORS = (TypeError, ValueError, IndexError)
 FUZZ = settings(
     max_examples=300,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
@@ -204,6 +205,7 @@ def remote_subject(graph, tmp_path_factory):
 @settings(
     max_examples=120,
     deadline=None,
+    derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
@@ -265,7 +267,7 @@ def _valid_config(part_config: str, ports: list[int], tmp_path) -> dict:
         "max_restarts": 1,
         "checkpoint": {"path": str(tmp_path / "ck"), "every_s": 10, "every_updates": 5, "keep": 2},
         "tls": {"cert": str(tmp_path / "cert.pem"), "key": str(tmp_path / "key.pem")},
-        "token": "a-valid-token",
+        "token": "a-valid-token-16ch",
         "metrics_port": 9100,
     }
 
@@ -291,7 +293,12 @@ def _mutate(config: dict, path: tuple, value, delete: bool) -> dict:
     return config
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     mutations=st.lists(st.tuples(st.sampled_from(FIELDS), BAD_VALUES, st.booleans()), min_size=1, max_size=3)
 )
@@ -317,7 +324,12 @@ def test_broken_cluster_configs_give_one_config_error(graph, tmp_path, mutations
         assert str(exc)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(text=st.text(max_size=200))
 def test_random_yaml_text_gives_one_config_error(tmp_path, text):
     from graphstore.config import load_cluster_config
@@ -361,7 +373,12 @@ VALUES = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(
     command=st.sampled_from(COMMANDS),
     words=st.lists(st.one_of(st.sampled_from(FLAGS), VALUES), max_size=8),

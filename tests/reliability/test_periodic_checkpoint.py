@@ -154,3 +154,24 @@ def test_policy_values_are_checked():
     ):
         with pytest.raises(ValueError, match=match):
             bad.validate()
+
+
+def test_answers_wait_until_the_loss_bound_holds(graph, tmp_path):
+    from graphstore.server.durability import CheckpointDurability
+    from graphstore.server.write_path import WritePath
+
+    part_config, _, _ = graph
+    keeper = PeriodicCheckpointer(_server(part_config), CheckpointPolicy(str(tmp_path), every_updates=3))
+    path = WritePath(durability=CheckpointDurability(keeper))
+    keeper.use_write_path(path)
+    keeper.start()
+    try:
+        with path.snapshot():  # holds the due checkpoint back (writes wait for a snapshot, and it for them)
+            tokens = [keeper.note_update() for _ in range(4)]
+            keeper.wait_saved(tokens[2], timeout=0)  # the 3rd update after the latest checkpoint: answered
+            with pytest.raises(ConnectionAbortedError, match="update 4 was applied but its answer waits"):
+                keeper.wait_saved(tokens[3], timeout=0.05)
+        keeper.wait_saved(tokens[3], timeout=30)  # the checkpoint holding all 4 completed
+        assert read_manifest(list_checkpoints(tmp_path, 0)[-1])["updates"] == 4
+    finally:
+        keeper.stop(final_checkpoint=False)

@@ -111,9 +111,11 @@ def test_restore_errors(tmp_path):
 
 def test_checkpoint_then_new_server_processes_restore_identical(tmp_path):
     config, _ = make_partitioned_graph(tmp_path / "g", num_nodes=NUM_NODES, num_parts=2)
-    path = str(tmp_path / "ckpt")
+    root = tmp_path / "root"
+    with_root = ("--checkpoint-root", str(root))
+    path = "ckpt"  # a name under the servers' checkpoint root
     expected = {}
-    with start_servers(config, 2, log_dir=tmp_path / "logs1") as group:
+    with start_servers(config, 2, with_root, log_dir=tmp_path / "logs1") as group:
         clients = [RemotePartition(a, k) for k, a in enumerate(group.addresses)]
         for k, client in enumerate(clients):
             client.init_tensor("emb", (NUM_NODES, 5), "bfloat16", "node", init=InitSpec("normal", 0, 1, 1))
@@ -122,7 +124,8 @@ def test_checkpoint_then_new_server_processes_restore_identical(tmp_path):
             expected[k] = (ids, client.pull("emb", ids).copy())
             client.checkpoint(path)
             client.close()
-    with start_servers(config, 2, log_dir=tmp_path / "logs2") as group:
+    assert (root / "ckpt" / "emb").is_dir()
+    with start_servers(config, 2, with_root, log_dir=tmp_path / "logs2") as group:
         for k, address in enumerate(group.addresses):
             with RemotePartition(address, k) as client:
                 with pytest.raises(KeyError):
@@ -130,8 +133,10 @@ def test_checkpoint_then_new_server_processes_restore_identical(tmp_path):
                 assert client.restore(path) == (["emb"], len(expected[k][0]))
                 np.testing.assert_array_equal(client.pull("emb", expected[k][0]), expected[k][1])
                 with pytest.raises(FileNotFoundError):
-                    client.restore(str(tmp_path / "nowhere"))
-    with start_servers(config, 2, ("--restore-from", path), log_dir=tmp_path / "logs3") as group:
+                    client.restore("nowhere")
+    # The operator's --restore-from is a folder of the server's host, not a name under the root.
+    restore_from = ("--restore-from", str(root / "ckpt"))
+    with start_servers(config, 2, restore_from, log_dir=tmp_path / "logs3") as group:
         for k, address in enumerate(group.addresses):
             with RemotePartition(address, k) as client:
                 np.testing.assert_array_equal(client.pull("emb", expected[k][0]), expected[k][1])

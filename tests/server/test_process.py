@@ -32,7 +32,7 @@ def _free_port() -> int:
 
 
 def test_sigterm_health_not_serving_and_in_flight_calls_finish(graph_files, tmp_path):
-    group = start_servers(graph_files[0], 1, log_dir=tmp_path)
+    group = start_servers(graph_files[0], 1, ("--checkpoint-root", str(tmp_path)), log_dir=tmp_path)
     feat = graph_files[2]["feat"]
     try:
         address = group.addresses[0]
@@ -62,7 +62,7 @@ def test_sigterm_health_not_serving_and_in_flight_calls_finish(graph_files, tmp_
         writer.init_tensor("big", (NUM_NODES, 100_000), "float32", "node")
         folder = tmp_path / "ckpt"
         checkpointed = []
-        slow = threading.Thread(target=lambda: checkpointed.append(writer.checkpoint(str(folder))))
+        slow = threading.Thread(target=lambda: checkpointed.append(writer.checkpoint("ckpt")))
         threads = [threading.Thread(target=puller, args=(c, i)) for i, c in enumerate(clients)]
         for t in threads:
             t.start()

@@ -14,6 +14,10 @@ from collections.abc import Sequence
 from graphstore.client import dataloader as _loaders
 from graphstore.client import samplers as _samplers
 from graphstore.compat.dgl.dataloading import negative_sampler
+from graphstore.compat.dgl.dataloading.edge_prediction import (
+    EdgePredictionSampler,
+    as_edge_prediction_sampler,
+)
 
 
 class NeighborSampler(_samplers.NeighborSampler):
@@ -29,9 +33,10 @@ class NeighborSampler(_samplers.NeighborSampler):
         prefetch_labels: node data pulled into ``blocks[-1].dstdata`` (only the first name is used).
         prefetch_edge_feats: not supported; must be None.
         output_device: device the blocks are moved to.
+        fused: True (DGL's default; graphstore has one sampling path).
 
     Raises:
-        NotImplementedError: for ``mask`` or ``prefetch_edge_feats``.
+        NotImplementedError: for ``mask``, ``prefetch_edge_feats`` or ``fused=False``.
         ValueError: bad fanouts or ``edge_dir``.
     """
 
@@ -46,7 +51,13 @@ class NeighborSampler(_samplers.NeighborSampler):
         prefetch_labels: Sequence[str] | None = None,
         prefetch_edge_feats: Sequence[str] | None = None,
         output_device=None,
+        fused: bool = True,
     ):
+        if not fused:
+            raise NotImplementedError(
+                "NeighborSampler(fused=False) is not supported: graphstore has one sampling path (DGL's "
+                "default fused=True)"
+            )
         if mask is not None:
             raise NotImplementedError(f"NeighborSampler(mask={mask!r}) is not supported; use prob= weights")
         if prefetch_edge_feats:
@@ -93,9 +104,22 @@ class DistNodeDataLoader(_loaders.DistNodeDataLoader):
 class DistEdgeDataLoader(_loaders.DistEdgeDataLoader):
     """``dgl.dataloading.DistEdgeDataLoader(g, eids, graph_sampler, device=None, negative_sampler=...,
     exclude=..., reverse_eids=..., batch_size=..., ...)``: yields ``(input_nodes, pair_graph, blocks)``
-    or, with a negative sampler, ``(input_nodes, pair_graph, neg_pair_graph, blocks)``."""
+    or, with a negative sampler, ``(input_nodes, pair_graph, neg_pair_graph, blocks)``.
+
+    ``graph_sampler`` is a neighbor sampler, or what :func:`as_edge_prediction_sampler` returns (its
+    ``exclude``, ``reverse_eids`` and ``negative_sampler`` then apply).
+
+    Raises:
+        TypeError: an option given both to ``as_edge_prediction_sampler`` and to the loader.
+    """
 
     def __init__(self, g, eids, graph_sampler, device=None, **kwargs):
+        if isinstance(graph_sampler, EdgePredictionSampler):
+            for name, value in graph_sampler.loader_options().items():
+                if name in kwargs:
+                    raise TypeError(f"DistEdgeDataLoader: {name} is given both here and to the edge sampler")
+                kwargs[name] = value
+            graph_sampler = graph_sampler.sampler
         kwargs.setdefault("load_features", tuple(getattr(graph_sampler, "prefetch_node_feats", ()) or ()))
         super().__init__(g, eids, graph_sampler, device=device, **kwargs)
 
@@ -106,8 +130,10 @@ __all__ = [
     "DistDataLoader",
     "DistEdgeDataLoader",
     "DistNodeDataLoader",
+    "EdgePredictionSampler",
     "MultiLayerFullNeighborSampler",
     "MultiLayerNeighborSampler",
     "NeighborSampler",
+    "as_edge_prediction_sampler",
     "negative_sampler",
 ]

@@ -1,68 +1,81 @@
-"""``dgl.distributed`` on graphstore: the same names and call signatures, backed by
+"""``dgl.distributed`` on graphstore: DGL 2.4's names, call signatures and return types, backed by
 :mod:`graphstore.client` (servers started by ``graphstore launch`` instead of DGL's launch script).
 
-``initialize(ip_config)`` takes DGL's ``ip_config.txt`` (one ``host [port]`` line per partition
-server, in partition order), a graphstore cluster YAML, or nothing under ``graphstore launch``
-(which sets ``GRAPHSTORE_CONFIG``). As in DGL it is called before
-``torch.distributed.init_process_group``. DGL's sampler-process options (``num_servers``,
-``num_samplers``, ``net_type``, ...) are accepted and ignored: graphstore samples in background
-threads of the trainer.
+``initialize(ip_config)`` takes DGL's ``ip_config.txt``, a graphstore cluster YAML, or nothing under
+``graphstore launch`` (which sets ``GRAPHSTORE_CONFIG``); where the cluster is given that way, a DGL
+``ip_config.txt`` is only checked against it. As in DGL it is called before
+``torch.distributed.init_process_group``. Arguments graphstore does not implement accept DGL's
+default and raise ``NotImplementedError`` naming the argument for any other value (docs/compat.md
+lists every name).
 """
 
 from __future__ import annotations
 
-import os
-
 from graphstore.client import api as _api
-from graphstore.client import sampling as _sampling
 from graphstore.client import split as _split
 from graphstore.client.dist_embedding import DistEmbedding
-from graphstore.client.dist_graph import DistGraph
-from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.dataloading import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.compat.dgl.distributed import optim
-from graphstore.partition import PartitionPolicy, RangePartitionBook, load_partition, load_partition_book
-
-# DGL's names of the partition book class.
-GraphPartitionBook = RangePartitionBook
-
-# DGL options that configure its sampler processes and RPC layer; graphstore has neither.
-_IGNORED_INITIALIZE_OPTIONS = (
-    "max_queue_size",
-    "net_type",
-    "num_worker_threads",
-    "num_servers",
-    "num_samplers",
+from graphstore.compat.dgl.distributed.dist_graph import DistGraph
+from graphstore.compat.dgl.distributed.dist_tensor import DistTensor
+from graphstore.compat.dgl.distributed.graph_services import find_edges, in_subgraph, sample_neighbors
+from graphstore.compat.dgl.distributed.partition import (
+    load_partition,
+    load_partition_book,
+    load_partition_feats,
+    partition_graph,
 )
+from graphstore.compat.dgl.distributed.partition_book import (
+    EdgePartitionPolicy,
+    GraphPartitionBook,
+    NodePartitionPolicy,
+    RangePartitionBook,
+)
+from graphstore.partition import PartitionPolicy
+
+# DGL's default queue size of its RPC layer (20 GB); graphstore has no such queue.
+MAX_QUEUE_SIZE = 20 * 1024 * 1024 * 1024
 
 
 def initialize(
-    ip_config: str | None = None, max_queue_size=None, net_type=None, num_worker_threads=None, **kwargs
+    ip_config: str | None = None,
+    max_queue_size: int = MAX_QUEUE_SIZE,
+    net_type: str | None = None,
+    num_worker_threads: int = 1,
+    use_graphbolt: bool = False,
+    **kwargs,
 ):
     """Connect this trainer to the partition servers (``dgl.distributed.initialize``).
 
     Args:
         ip_config: a DGL ``ip_config.txt`` path (one ``host [port]`` line per partition server, in
-            partition order), a graphstore cluster YAML, or None for the ``GRAPHSTORE_CONFIG`` variable
-            that ``graphstore launch`` sets.
-        max_queue_size, net_type, num_worker_threads: DGL options, ignored.
+            partition order), a graphstore cluster YAML, or None for ``GRAPHSTORE_CONFIG``. Under
+            ``graphstore launch`` (or with ``GRAPHSTORE_CONFIG`` set) an ``ip_config.txt`` is checked
+            against the launched cluster, which is used.
+        max_queue_size, net_type, num_worker_threads: DGL's RPC options; graphstore's transport is gRPC,
+            so they have no effect (a value other than DGL's default is logged).
+        use_graphbolt: False (True raises NotImplementedError).
         kwargs: graphstore options of :func:`graphstore.client.api.initialize` (``local_read``,
-            ``part_config``); DGL's ``num_servers`` / ``num_samplers`` are ignored.
+            ``part_config``).
 
     Returns:
         The client context.
 
     Raises:
+        NotImplementedError: ``use_graphbolt=True``.
         ValueError: no config and no ``GRAPHSTORE_CONFIG``; unknown keyword arguments.
-        FileNotFoundError: a missing ``ip_config``.
+        FileNotFoundError: a missing ``ip_config`` without a launched cluster.
         graphstore.errors.ServerUnavailableError: a server that does not answer in time.
     """
-    for name in _IGNORED_INITIALIZE_OPTIONS:
-        kwargs.pop(name, None)
-    if isinstance(ip_config, (str, os.PathLike)) and not os.path.exists(ip_config):
-        raise FileNotFoundError(f"ip_config {ip_config!r} does not exist")
-    return _api.initialize(ip_config, **kwargs)
+    return _api.initialize(
+        ip_config,
+        max_queue_size=None if max_queue_size == MAX_QUEUE_SIZE else max_queue_size,
+        net_type=net_type,
+        num_worker_threads=None if num_worker_threads == 1 else num_worker_threads,
+        use_graphbolt=use_graphbolt,
+        **kwargs,
+    )
 
 
 exit_client = _api.exit_client
@@ -81,7 +94,7 @@ def node_split(
     Args:
         nodes: a boolean mask over all nodes (e.g. ``g.ndata['train_mask']``) or node IDs.
         partition_book: the graph's partition book (default: the connected graph's).
-        ntype: ``'_N'``.
+        ntype: the node type.
         rank: this trainer's rank (default: the trainer group's).
         force_even: every trainer gets the same number of nodes, plus or minus one.
         node_trainer_ids: DGL's explicit node -> trainer map; not supported (must be None).
@@ -119,45 +132,8 @@ def edge_split(
     return _split.edge_split(edges, partition_book, etype, rank, force_even)
 
 
-def sample_neighbors(
-    g,
-    nodes,
-    fanout: int,
-    edge_dir: str = "in",
-    prob=None,
-    exclude_edges=None,
-    replace: bool = False,
-    etype_sorted: bool = True,
-    output_device=None,
-):
-    """Sample up to ``fanout`` in- (or out-) edges of each node (``dgl.distributed.sample_neighbors``).
-
-    Returns:
-        A :class:`graphstore.client.block.SampledSubgraph` with global IDs (``edata[EID]``); pass it to
-        ``to_block``. ``etype_sorted`` and ``output_device`` are accepted for compatibility.
-    """
-    return _sampling.sample_neighbors(
-        g, nodes, fanout, edge_dir=edge_dir, prob=prob, exclude_edges=exclude_edges, replace=replace
-    )
-
-
-find_edges = _sampling.find_edges
-in_subgraph = _sampling.in_subgraph
-
-
-def NodePartitionPolicy(partition_book, ntype: str = "_N") -> PartitionPolicy:  # noqa: N802 - DGL's name
-    """The partition policy of node data."""
-    return PartitionPolicy(f"node:{ntype}", partition_book)
-
-
-def EdgePartitionPolicy(partition_book, etype="_E") -> PartitionPolicy:  # noqa: N802 - DGL's name
-    """The partition policy of edge data."""
-    if isinstance(etype, tuple):
-        etype = etype[1]
-    return PartitionPolicy(f"edge:{etype}", partition_book)
-
-
 __all__ = [
+    "MAX_QUEUE_SIZE",
     "DistDataLoader",
     "DistEdgeDataLoader",
     "DistEmbedding",
@@ -178,7 +154,9 @@ __all__ = [
     "initialize",
     "load_partition",
     "load_partition_book",
+    "load_partition_feats",
     "node_split",
     "optim",
+    "partition_graph",
     "sample_neighbors",
 ]

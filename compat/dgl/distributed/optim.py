@@ -1,6 +1,8 @@
 """``dgl.distributed.optim``: the distributed sparse optimizers of DistEmbedding tables
-(implemented in :mod:`graphstore.client.optim`)."""
+(implemented in :mod:`graphstore.client.optim`); ``DistSparseGradOptimizer`` is their base class."""
 
-from graphstore.client.optim import SparseAdagrad, SparseAdam
+from graphstore.client.optim import SparseAdagrad, SparseAdam, SparseGradOptimizer
 
-__all__ = ["SparseAdagrad", "SparseAdam"]
+DistSparseGradOptimizer = SparseGradOptimizer
+
+__all__ = ["DistSparseGradOptimizer", "SparseAdagrad", "SparseAdam"]

@@ -88,6 +88,15 @@ def test_an_invalid_setting_ends_the_script_with_a_usage_error(capsys):
     assert "layers (2) must equal the number of fanouts [5]" in capsys.readouterr().err
 
 
+def test_a_missing_partition_config_ends_the_script_with_one_line(tmp_path, capsys):
+    missing = str(tmp_path / "cora.json")
+    with pytest.raises(SystemExit) as exited:
+        config_from_args(make_parser(), TrainConfig, ["--graph-name", "g", "--part-config", missing])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exited.value.code == 2 and len(err) == 1
+    assert "--part-config" in err[0] and missing in err[0] and "no such file" in err[0]
+
+
 def test_config_from_args_returns_the_validated_config():
     config = config_from_args(make_parser(), TrainConfig, ["--graph-name", "g", "--model", "mlp"])
     assert isinstance(config, TrainConfig) and config.model == "mlp"

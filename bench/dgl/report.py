@@ -1,0 +1,131 @@
+"""Ratios of the side-by-side runs: which figure each workload is judged by, and the table.
+
+A ratio above 1 always means graphstore did better: graphstore ÷ DGL for a throughput, DGL ÷
+graphstore for a time or a memory peak. Each run pairs one graphstore measurement with one DGL
+measurement taken next to it; the summary is the median of the per-run ratios and their spread.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from workloads import ADAGRAD_ROWS, LOCALITIES, PULL_ROWS, PULL_THREADS
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One compared figure: ``results[section][workload][field]`` of each system's output."""
+
+    section: str
+    workload: str
+    field: str
+    unit: str
+    higher_is_better: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.workload}:{self.field}"
+
+    def ratio(self, graphstore: float, dgl: float) -> float:
+        """graphstore's advantage: > 1 when graphstore is faster (or smaller)."""
+        return graphstore / dgl if self.higher_is_better else dgl / graphstore
+
+
+def metrics() -> list[Metric]:
+    """Every compared figure, in the table's order."""
+    rows = [
+        Metric("client", f"pull/{locality}/{count}/{threads}t", "rows_per_s", "rows/s", True)
+        for locality in LOCALITIES
+        for count in PULL_ROWS
+        for threads in PULL_THREADS
+    ]
+    rows += [
+        Metric("client", "sample/1hop", "seeds_per_s", "seeds/s", True),
+        Metric("client", "sample/2hop", "batches_per_s", "batches/s", True),
+        Metric("client", "sample/2hop+feat", "batches_per_s", "batches/s", True),
+    ]
+    rows += [Metric("client", f"adagrad/{count}", "steps_per_s", "steps/s", True) for count in ADAGRAD_ROWS]
+    rows += [
+        Metric("partition", "partition", "seconds", "s", False),
+        Metric("partition", "partition", "peak_rss_bytes", "bytes", False),
+        Metric("epoch", "graphsage_epoch", "epoch_s", "s", False),
+    ]
+    return rows
+
+
+def quartiles(values: list[float]) -> tuple[float, float]:
+    """First and third quartiles (the values themselves for fewer than 2)."""
+    if len(values) < 2:
+        return values[0], values[0]
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q3
+
+
+def summarize(metric: Metric, runs: list[dict]) -> dict:
+    """The per-run values and ratios of ``metric`` and their median, min–max and IQR.
+
+    Args:
+        runs: per run, ``{"graphstore": output or None, "dgl": output or None}`` of its section.
+    """
+    pairs = []
+    for run in runs:
+        try:
+            values = [
+                run[system]["results"][metric.workload][metric.field] for system in ("graphstore", "dgl")
+            ]
+        except (KeyError, TypeError):
+            continue
+        pairs.append(values)
+    if not pairs:
+        return {"unit": metric.unit, "runs": 0}
+    ratios = [metric.ratio(gs, dgl) for gs, dgl in pairs]
+    q1, q3 = quartiles(ratios)
+    return {
+        "unit": metric.unit,
+        "higher_is_better": metric.higher_is_better,
+        "runs": len(pairs),
+        "graphstore_median": statistics.median(gs for gs, _ in pairs),
+        "dgl_median": statistics.median(dgl for _, dgl in pairs),
+        "graphstore": [gs for gs, _ in pairs],
+        "dgl": [dgl for _, dgl in pairs],
+        "ratios": ratios,
+        "ratio_median": statistics.median(ratios),
+        "ratio_min": min(ratios),
+        "ratio_max": max(ratios),
+        "ratio_q1": q1,
+        "ratio_q3": q3,
+    }
+
+
+def human(value: float, unit: str) -> str:
+    """A short figure: ``1.23M rows/s``, ``4.56 s``, ``1.2 GB``."""
+    if unit == "bytes":
+        return f"{value / 1e9:.2f} GB"
+    if unit == "s":
+        return f"{value:.2f} s"
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:.2f}{suffix} {unit}"
+    return f"{value:.2f} {unit}"
+
+
+def table(summary: dict[str, dict]) -> str:
+    """The ratio table: per figure, both medians and the median ratio with its min–max and IQR."""
+    header = (
+        f"{'workload':<34} {'graphstore':>18} {'DGL':>18} {'ratio':>7}  {'min-max':>13}  {'IQR':>13}  runs"
+    )
+    lines = [header, "-" * len(header)]
+    for key, entry in summary.items():
+        if not entry.get("runs"):
+            lines.append(f"{key:<34} {'(no paired run)':>18}")
+            continue
+        unit = entry["unit"]
+        spread = f"{entry['ratio_min']:.2f}-{entry['ratio_max']:.2f}"
+        iqr = f"{entry['ratio_q1']:.2f}-{entry['ratio_q3']:.2f}"
+        lines.append(
+            f"{key:<34} {human(entry['graphstore_median'], unit):>18} {human(entry['dgl_median'], unit):>18} "
+            f"{entry['ratio_median']:>6.2f}x  {spread:>13}  {iqr:>13}  {entry['runs']}"
+        )
+    lines.append("ratio > 1: graphstore better (graphstore/DGL throughput; DGL/graphstore time and memory)")
+    return "\n".join(lines)

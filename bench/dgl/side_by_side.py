@@ -1,0 +1,285 @@
+"""graphstore and DGL's ``dgl.distributed`` side by side, in one run, on the same graph (``make bench-dgl``).
+
+Every DGL figure comes from DGL running here: ``worker.py --system dgl`` under ``.venv-dgl``'s
+interpreter (DGL 2.1.0 and torch 2.2.1, built by ``make bench-dgl``), next to ``worker.py --system
+graphstore`` under the project's. Both partition the same ``graphstore generate`` graph (.npz) in 2
+with METIS (each with its own partitioner), start their own 2 partition servers on loopback, and run
+the same workload functions (``workloads.py``, ``epoch.py``) with a client co-located with
+partition 0. The systems alternate (graphstore first in odd runs, DGL first in even ones) for
+``--runs`` runs; each run's figures are paired and the median ratio with its spread is reported.
+
+Sections per run: ``partition`` (time and peak memory of each partitioner process), ``client``
+(DistTensor pulls, sampling, SparseAdagrad steps: one client process), ``epoch`` (one GraphSAGE
+epoch, 2 servers + 2 trainers). Writes ``bench/results/<date>-<host>.json`` and prints the table.
+
+    python bench/dgl/side_by_side.py --runs 1 --quick          # smoke: 20k nodes, a few calls each
+    python bench/dgl/side_by_side.py --runs 7                  # the full comparison (200k nodes)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from machine import git_commit, load, machine
+from processes import dgl_shared_memory_files, exit_on_signals, remove_shared_memory, run_measured
+from report import metrics, summarize, table
+from system_graphstore import partition_command
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+WORKER = HERE / "worker.py"
+SYSTEMS = ("graphstore", "dgl")
+SECTIONS = ("partition", "client", "epoch")
+GRAPH_NAME = "bench"
+TIMEOUT_S = {"partition": 1800.0, "client": 1800.0, "epoch": 2400.0}
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--runs", type=int, default=7, help="alternations of the two systems")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke mode: small graph, a few calls per workload"
+    )
+    parser.add_argument("--num-nodes", type=int, help="graph size (default 200,000; 20,000 with --quick)")
+    parser.add_argument(
+        "--sections", default=",".join(SECTIONS), help=f"comma-separated: {', '.join(SECTIONS)}"
+    )
+    parser.add_argument(
+        "--dgl-python",
+        default=str(REPO / ".venv-dgl" / "bin" / "python"),
+        help="interpreter with DGL (make bench-dgl builds .venv-dgl)",
+    )
+    parser.add_argument("--workdir", default="/tmp/graphstore-bench-dgl", help="graph, partitions and logs")
+    parser.add_argument("--results-dir", default=str(REPO / "bench" / "results"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs must be at least 1, got {args.runs}")
+    args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+    unknown = sorted(set(args.sections) - set(SECTIONS))
+    if unknown:
+        parser.error(f"--sections: unknown {unknown}; choose from {list(SECTIONS)}")
+    if args.num_nodes is None:
+        args.num_nodes = 20_000 if args.quick else 200_000
+    if not Path(args.dgl_python).is_file():
+        parser.error(
+            f"--dgl-python {args.dgl_python!r} does not exist: run `make bench-dgl` to build .venv-dgl"
+        )
+    return args
+
+
+def log(message: str) -> None:
+    print(f"[bench-dgl] {message}", file=sys.stderr, flush=True)
+
+
+def generate_graph(args) -> Path:
+    """The ``graphstore generate`` graph of this size at the work folder, made once."""
+    path = Path(args.workdir) / f"graph-{args.num_nodes}-seed{args.seed}.npz"
+    if not path.is_file():
+        log(f"generating {path}")
+        cli = str(Path(sys.executable).with_name("graphstore"))
+        subprocess.run(
+            [
+                cli,
+                "generate",
+                "--num-nodes",
+                str(args.num_nodes),
+                "--avg-degree",
+                "20",
+                "--feat-dim",
+                "100",
+                "--num-classes",
+                "16",
+                "--seed",
+                str(args.seed),
+                "--out",
+                str(path),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    return path
+
+
+def interpreter(system: str, args) -> str:
+    return args.dgl_python if system == "dgl" else sys.executable
+
+
+def part_config(system: str, args) -> Path:
+    return Path(args.workdir) / "parts" / system / f"{GRAPH_NAME}.json"
+
+
+def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
+    """One section of one system in one run; returns the worker's output (``results`` and ``versions``).
+
+    Raises:
+        RuntimeError: the worker failed (the tail of its log in the message).
+    """
+    folder = Path(args.workdir) / "logs" / f"run{run}" / f"{section}-{system}"
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "result.json"
+    out.unlink(missing_ok=True)
+    config = part_config(system, args)
+    if section == "partition" and system == "graphstore":
+        command = partition_command(str(graph), GRAPH_NAME, str(config.parent))
+    else:
+        command = [
+            interpreter(system, args),
+            str(WORKER),
+            "--system",
+            system,
+            section,
+            "--graph-name",
+            GRAPH_NAME,
+            "--graph",
+            str(graph),
+            "--part-config",
+            str(config),
+            "--part-dir",
+            str(config.parent),
+            "--log-dir",
+            str(folder),
+            "--seed",
+            str(args.seed),
+            "--out",
+            str(out),
+        ]
+        if args.quick:
+            command.append("--quick")
+    shm_before = dgl_shared_memory_files(GRAPH_NAME)
+    log_path = folder / "output.log"
+    try:
+        outcome = run_measured(command, env=None, log_path=log_path, timeout_s=TIMEOUT_S[section])
+    finally:
+        remove_shared_memory(dgl_shared_memory_files(GRAPH_NAME) - shm_before)
+    if outcome["returncode"] != 0:
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"{section} of {system} exited {outcome['returncode']}; {log_path}:\n{tail}")
+    if section != "partition":
+        return json.loads(out.read_text())
+    if system == "graphstore":
+        stats = json.loads(log_path.read_text().strip().splitlines()[-1])
+        seconds, versions = stats["total_seconds"], {}
+    else:
+        output = json.loads(out.read_text())
+        seconds, versions = output["results"]["total_seconds"], output["versions"]
+    figures = {
+        "seconds": seconds,
+        "peak_rss_bytes": outcome["peak_rss_bytes"],
+        "process_wall_s": outcome["wall_s"],
+    }
+    return {"system": system, "versions": versions, "results": {"partition": figures}}
+
+
+def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
+    """Every run, alternating the systems; returns ``(per-section runs, errors)``.
+
+    ``after_each_run(runs, errors)`` is called after each run (the results file is rewritten then).
+    """
+    runs = {section: [] for section in args.sections}
+    errors = []
+    for run in range(args.runs):
+        order = SYSTEMS if run % 2 == 0 else SYSTEMS[::-1]
+        for section in SECTIONS:
+            if section not in args.sections:
+                continue
+            outputs = {}
+            for system in order:
+                log(f"run {run + 1}/{args.runs}: {section} on {system}")
+                start = time.perf_counter()
+                try:
+                    outputs[system] = run_section(section, system, run, graph, args)
+                except (RuntimeError, TimeoutError, OSError, ValueError, KeyError) as exc:
+                    outputs[system] = None
+                    errors.append({"run": run, "section": section, "system": system, "error": str(exc)})
+                    log(f"  failed: {str(exc).splitlines()[0]}")
+                log(f"  {time.perf_counter() - start:.1f} s")
+            runs[section].append(outputs)
+        after_each_run(runs, errors)
+    return runs, errors
+
+
+def versions_of(runs: dict) -> dict:
+    """The versions each system's workers reported (the first that did)."""
+    found = {}
+    for outputs_per_run in runs.values():
+        for outputs in outputs_per_run:
+            for system, output in outputs.items():
+                if output and output.get("versions") and system not in found:
+                    found[system] = output["versions"]
+    return found
+
+
+def write_report(args, path: Path, runs: dict, errors: list, started: str, load_before: dict) -> dict:
+    """Summarize the runs so far and (re)write the results file; returns the summary."""
+    summary = {m.key: summarize(m, runs[m.section]) for m in metrics() if m.section in runs}
+    report = {
+        "benchmark": "graphstore vs dgl.distributed, side by side",
+        "command": shlex.join([Path(sys.executable).name, *sys.argv]),
+        "started": started,
+        "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "settings": {
+            "runs": args.runs,
+            "runs_done": len(next(iter(runs.values()), [])),
+            "quick": args.quick,
+            "num_nodes": args.num_nodes,
+            "avg_degree": 20,
+            "feat_dim": 100,
+            "num_classes": 16,
+            "seed": args.seed,
+            "partitions": 2,
+            "part_method": "metis",
+            "sections": args.sections,
+        },
+        "versions": {**versions_of(runs), "graphstore_commit": git_commit(REPO)},
+        "machine": machine(),
+        "load": {"before": load_before, "after": load()},
+        "summary": summary,
+        "errors": errors,
+        "runs": runs,
+    }
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1) + "\n")
+    tmp.replace(path)
+    return summary
+
+
+def main(argv=None) -> int:
+    exit_on_signals()
+    args = parse_args(argv)
+    Path(args.workdir).mkdir(parents=True, exist_ok=True)
+    graph = generate_graph(args)
+    results_dir = Path(args.results_dir)
+    results_dir.mkdir(parents=True, exist_ok=True)
+    suffix = "-quick" if args.quick else ""
+    path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"
+    load_before = load()
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+    def after_each_run(runs, errors):
+        write_report(args, path, runs, errors, started, load_before)
+
+    runs, errors = run_all(args, graph, after_each_run)
+    print(table(write_report(args, path, runs, errors, started, load_before)))
+    print(f"results: {path}")
+    if errors:
+        print(f"{len(errors)} section(s) failed; see 'errors' in the results file")
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        traceback.print_exc()
+        sys.exit(130)

@@ -1,0 +1,194 @@
+"""``dgl.distributed``'s partitioning and loading functions, with DGL's arguments and return shapes.
+
+- :func:`partition_graph` takes an in-memory graph (a DGL graph or a PyG ``Data`` / ``HeteroData``, read
+  by their interface; see :mod:`graphstore.partition.object_input`) or anything the native
+  :func:`graphstore.partition.partition_graph` takes, with DGL's keyword arguments.
+- :func:`load_partition` returns DGL's 7-tuple, :func:`load_partition_book` DGL's 4-tuple,
+  :func:`load_partition_feats` the two feature dicts. Feature keys are ``"ntype/name"`` and
+  ``"src:etype:dst/name"``; the "graph" of the tuple is the partition's memory-mapped
+  :class:`graphstore.partition.PartitionData`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from graphstore import dtypes
+from graphstore.compat.dgl.distributed.partition_book import RangePartitionBook
+from graphstore.partition import PartitionData, read_config
+from graphstore.partition import load_partition as _native_load_partition
+from graphstore.partition import load_partition_book as _native_load_book
+from graphstore.partition import partition_graph as _native_partition_graph
+from graphstore.partition.format import schema_of
+
+# METIS objective DGL names 'cut' (edge cut); graphstore's METIS minimizes the edge cut.
+_OBJTYPES = ("cut",)
+_GRAPH_FORMATS = ("coo", "csr", "csc")
+
+
+def _check_graphbolt(use_graphbolt, function: str) -> None:
+    if use_graphbolt:
+        raise NotImplementedError(
+            f"{function}(use_graphbolt=True) is not supported: graphstore has its own sampling "
+            "structures (the default use_graphbolt=False works)"
+        )
+
+
+def load_partition_book(part_config: str, part_id: int):
+    """The partition book of a partitioned graph, as DGL returns it.
+
+    Args:
+        part_config: the ``NAME.json`` of the partitioned graph.
+        part_id: the partition the book is used from.
+
+    Returns:
+        ``(gpb, graph_name, ntypes, etypes)``: the :class:`RangePartitionBook`, the graph's name,
+        ``{ntype: type ID}`` and ``{(src, etype, dst): type ID}``.
+
+    Raises:
+        FileNotFoundError: a missing config. ValueError: ``part_id`` out of range.
+        graphstore.errors.ConfigError: an invalid config.
+    """
+    book = RangePartitionBook.of(_native_load_book(part_config, part_id))
+    ntypes = {ntype: type_id for type_id, ntype in enumerate(book.ntypes)}
+    etypes = {canonical: type_id for type_id, canonical in enumerate(book.canonical_etypes)}
+    return book, book.graph_name, ntypes, etypes
+
+
+def _features(data: PartitionData, nodes: bool) -> dict[str, torch.Tensor]:
+    feats, schemes = (data.node_feats, data.node_schemes) if nodes else (data.edge_feats, data.edge_schemes)
+    return {
+        f"{type_key}/{name}": dtypes.to_torch(array, schemes[type_key][name].dtype)
+        for type_key, arrays in feats.items()
+        for name, array in arrays.items()
+    }
+
+
+def load_partition_feats(part_config: str, part_id: int, load_nodes: bool = True, load_edges: bool = True):
+    """The node and edge features of one partition (copied into tensors), in local order.
+
+    Returns:
+        ``(node_feats, edge_feats)``: ``{"ntype/name": tensor}`` and ``{"src:etype:dst/name": tensor}``;
+        None for a side not loaded.
+
+    Raises:
+        FileNotFoundError, ValueError, graphstore.errors.ConfigError: as :func:`load_partition`.
+    """
+    data = _native_load_partition(part_config, part_id)
+    return (
+        _features(data, nodes=True) if load_nodes else None,
+        _features(data, nodes=False) if load_edges else None,
+    )
+
+
+def load_partition(part_config: str, part_id: int, load_feats: bool = True, use_graphbolt: bool = False):
+    """One partition, as DGL returns it.
+
+    Args:
+        part_config: the ``NAME.json`` of the partitioned graph.
+        part_id: which partition.
+        load_feats: also return the partition's features (else two empty dicts).
+        use_graphbolt: must be False.
+
+    Returns:
+        ``(graph, node_feats, edge_feats, gpb, graph_name, ntypes, etypes)``: the memory-mapped
+        :class:`~graphstore.partition.PartitionData`, the feature dicts, the partition book (``partid
+        == part_id``), the graph's name, the node types and the canonical edge types (lists, in ID order).
+
+    Raises:
+        NotImplementedError: ``use_graphbolt=True``.
+        FileNotFoundError: a missing config or partition file. ValueError: ``part_id`` out of range.
+        graphstore.errors.ConfigError: an invalid config or a file that disagrees with it.
+    """
+    _check_graphbolt(use_graphbolt, "load_partition")
+    data = _native_load_partition(part_config, part_id)
+    node_feats = _features(data, nodes=True) if load_feats else {}
+    edge_feats = _features(data, nodes=False) if load_feats else {}
+    book = RangePartitionBook.of(data.book)
+    return data, node_feats, edge_feats, book, data.graph_name, book.ntypes, book.canonical_etypes
+
+
+def partition_graph(
+    g,
+    graph_name: str,
+    num_parts: int,
+    out_path: str,
+    num_hops: int = 1,
+    part_method: str = "metis",
+    balance_ntypes=None,
+    balance_edges: bool = False,
+    return_mapping: bool = False,
+    num_trainers_per_machine: int = 1,
+    objtype: str = "cut",
+    graph_formats=None,
+    use_graphbolt: bool = False,
+    **kwargs,
+):
+    """Partition a graph into ``out_path/graph_name.json`` + ``partK/`` (``dgl.distributed.partition_graph``).
+
+    Args:
+        g: a DGL graph or a PyG ``Data`` / ``HeteroData`` (by their interface, homogeneous or typed),
+            or what :func:`graphstore.partition.partition_graph` takes (arrays, a file path).
+        graph_name, num_parts, out_path: as in DGL.
+        num_hops: 1 (a partition holds every in-edge of its nodes; no deeper halo).
+        part_method: ``'metis'`` or ``'random'``.
+        balance_ntypes: node categories to spread evenly: a ``[N]`` tensor or array (e.g. the training
+            mask), a node data name, or a list of mask names; on a typed graph, ``{ntype: mask}``
+            picks one type's mask.
+        balance_edges: also balance the in-edges per partition.
+        return_mapping: return the new -> original ID maps.
+        num_trainers_per_machine: 1 (graphstore splits a partition's nodes between its trainers at run
+            time with ``node_split``).
+        objtype: ``'cut'`` (METIS minimizes the edge cut).
+        graph_formats: None or a subset of ``'coo'``, ``'csr'``, ``'csc'``: graphstore always stores
+            the in- and out-edge CSR.
+        use_graphbolt: must be False.
+        kwargs: graphstore's own options (``feat_dtype``, ``seed``, ``overwrite``).
+
+    Returns:
+        None, or with ``return_mapping`` ``(orig_nids, orig_eids)``: int64 tensors (new ID -> original
+        ID) on a homogeneous graph, ``{type: tensor}`` of per-type IDs on a typed one.
+
+    Raises:
+        NotImplementedError: an option value graphstore does not implement (the message names it).
+        TypeError: an unknown keyword argument.
+        ValueError, FileExistsError: as the native function.
+    """
+    _check_graphbolt(use_graphbolt, "partition_graph")
+    if int(num_trainers_per_machine) != 1:
+        raise NotImplementedError(
+            f"partition_graph(num_trainers_per_machine={num_trainers_per_machine}) is not supported: "
+            "partition with 1 and split each partition's nodes between its trainers with node_split()"
+        )
+    if objtype not in _OBJTYPES:
+        raise NotImplementedError(f"partition_graph(objtype={objtype!r}): only 'cut' is supported")
+    if graph_formats is not None:
+        formats = [graph_formats] if isinstance(graph_formats, str) else list(graph_formats)
+        unknown = [f for f in formats if f not in _GRAPH_FORMATS]
+        if unknown:
+            raise ValueError(f"partition_graph(graph_formats={graph_formats!r}): unknown formats {unknown}")
+    native_options = {"feat_dtype", "seed", "overwrite"}
+    unknown = sorted(set(kwargs) - native_options)
+    if unknown:
+        raise TypeError(f"partition_graph() got unexpected keyword arguments {unknown}")
+    result = _native_partition_graph(
+        g,
+        graph_name,
+        num_parts,
+        out_path,
+        num_hops=num_hops,
+        part_method=part_method,
+        balance_ntypes=balance_ntypes,
+        balance_edges=balance_edges,
+        **kwargs,
+    )
+    if not return_mapping:
+        return None
+    schema = schema_of(read_config(result.config_path))
+    if schema.is_homogeneous:
+        return torch.from_numpy(result.orig_nid.copy()), torch.from_numpy(result.orig_eid.copy())
+    nids = {ntype: torch.from_numpy(ids.copy()) for ntype, ids in result.orig_nids_per_type.items()}
+    eids = {
+        tuple(key.split(":")): torch.from_numpy(ids.copy()) for key, ids in result.orig_eids_per_type.items()
+    }
+    return nids, eids

@@ -1,0 +1,111 @@
+"""``dgl.distributed.partition_graph`` of the compat namespace: DGL's keyword arguments, DGL's
+``return_mapping`` shapes (tensors, or dicts per type), and a clear error for each option value
+graphstore does not implement."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch as th
+
+import graphstore.compat.dgl as dgl
+from tests.utils.dgl_like import DGLLikeGraph
+
+
+def _homogeneous(num_nodes=60, num_edges=240):
+    gen = th.Generator().manual_seed(0)
+    g = DGLLikeGraph(
+        {
+            ("_N", "_E", "_N"): (
+                th.randint(0, num_nodes, (num_edges,), generator=gen),
+                th.randint(0, num_nodes, (num_edges,), generator=gen),
+            )
+        },
+        {"_N": num_nodes},
+    )
+    g.ndata["feat"] = th.randn(num_nodes, 3, generator=gen)
+    g.ndata["train_mask"] = th.rand(num_nodes, generator=gen) < 0.5
+    return g
+
+
+def test_return_mapping_is_dgls_tensors_and_the_files_load(tmp_path):
+    g = _homogeneous()
+    assert dgl.distributed.partition_graph(g, "plain", 2, str(tmp_path / "a")) is None
+    nids, eids = dgl.distributed.partition_graph(
+        g,
+        "mapped",
+        2,
+        str(tmp_path / "b"),
+        num_hops=1,
+        part_method="metis",
+        balance_ntypes=g.ndata["train_mask"],
+        balance_edges=True,
+        return_mapping=True,
+        num_trainers_per_machine=1,
+        objtype="cut",
+        graph_formats=["csc"],
+        use_graphbolt=False,
+    )
+    assert nids.dtype == eids.dtype == th.int64
+    assert sorted(nids.tolist()) == list(range(60)) and sorted(eids.tolist()) == list(range(240))
+    part, node_feats, _, gpb, name, _, _ = dgl.distributed.load_partition(
+        str(tmp_path / "b" / "mapped.json"), 1
+    )
+    local = gpb.partid2nids(1)
+    th.testing.assert_close(node_feats["_N/feat"], g.ndata["feat"][nids[local]])
+    assert name == "mapped" and part.part_id == 1
+
+
+def test_return_mapping_of_a_typed_graph_is_per_type(tmp_path):
+    gen = th.Generator().manual_seed(1)
+    g = DGLLikeGraph(
+        {
+            ("user", "buys", "item"): (
+                th.randint(0, 20, (50,), generator=gen),
+                th.randint(0, 10, (50,), generator=gen),
+            ),
+            ("item", "bought-by", "user"): (
+                th.randint(0, 10, (30,), generator=gen),
+                th.randint(0, 20, (30,), generator=gen),
+            ),
+        },
+        {"user": 20, "item": 10},
+    )
+    g.nodes["user"].data["train_mask"] = th.rand(20, generator=gen) < 0.5
+    nids, eids = dgl.distributed.partition_graph(
+        g,
+        "typed",
+        2,
+        str(tmp_path / "t"),
+        balance_ntypes={"user": g.nodes["user"].data["train_mask"]},
+        return_mapping=True,
+    )
+    assert sorted(nids) == ["item", "user"] and sorted(nids["user"].tolist()) == list(range(20))
+    assert set(eids) == {("user", "buys", "item"), ("item", "bought-by", "user")}
+    assert sorted(eids[("user", "buys", "item")].tolist()) == list(range(50))
+    _, _, ntypes, etypes = dgl.distributed.load_partition_book(str(tmp_path / "t" / "typed.json"), 0)
+    assert set(ntypes) == {"user", "item"} and set(etypes) == set(eids)
+
+
+@pytest.mark.parametrize(
+    "option, error, match",
+    [
+        ({"num_trainers_per_machine": 2}, NotImplementedError, "num_trainers_per_machine=2"),
+        ({"objtype": "vol"}, NotImplementedError, "objtype='vol'"),
+        ({"use_graphbolt": True}, NotImplementedError, "use_graphbolt=True"),
+        ({"graph_formats": ["dense"]}, ValueError, "graph_formats"),
+        ({"num_hops": 2}, ValueError, "num_hops=2"),
+        ({"reshuffle": True}, TypeError, "reshuffle"),
+    ],
+)
+def test_options_graphstore_does_not_implement_raise(tmp_path, option, error, match):
+    with pytest.raises(error, match=match):
+        dgl.distributed.partition_graph(_homogeneous(), "g", 2, str(tmp_path / "x"), **option)
+    assert not (tmp_path / "x" / "g.json").exists()
+
+
+def test_balance_ntypes_by_type_names_an_existing_type(tmp_path):
+    with pytest.raises(ValueError, match="node type 'nope'"):
+        dgl.distributed.partition_graph(
+            _homogeneous(), "g", 2, str(tmp_path / "x"), balance_ntypes={"nope": np.ones(60, bool)}
+        )
