@@ -3,7 +3,9 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
-# A CPU build of torch; users with GPUs install their own build first (`make install TORCH_SPEC=torch`).
+# A CPU build of torch. TORCH_SPEC goes to pip as is, so a CUDA build can come from PyTorch's index:
+# `make install TORCH_SPEC="torch --index-url https://download.pytorch.org/whl/cu121"` (on a fresh
+# venv: a torch already in $(VENV) is kept). The oldest torch supported is pyproject.toml's floor.
 TORCH_SPEC ?= torch==2.13.0
 STAMP  := $(VENV)/.installed
 # `make bench-dgl`: DGL's last CPU release installable from PyPI here (cp311) and the torch it was
@@ -23,7 +25,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
-	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q $(TORCH_SPEC)
 	$(PIP) install -q -e ".[dev,test]"
 	touch $(STAMP)
 

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -74,7 +73,10 @@ def run_child(graph_path: str, num_parts: int, variant: str, work_dir: str) -> d
         "metis_s": result.timings.get("metis", 0.0),
         "symmetrize_s": result.timings.get("symmetrize", 0.0),
         "timings": result.timings,
-        "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+        # the partitioner's own figure: it resets the kernel's peak mark per phase, so ru_maxrss
+        # afterwards covers only its last phase
+        "peak_rss_gb": result.peak_rss_bytes / 2**30,
+        "phase_peak_rss_gb": {k: round(v / 2**30, 3) for k, v in result.phase_peak_rss_bytes.items()},
         "edge_cut": result.edge_cut,
         "part_nodes": result.part_nodes,
         "part_edges": result.part_edges,

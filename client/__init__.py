@@ -3,7 +3,7 @@
 Names follow DGL's ``dgl.distributed`` so that a ported script changes only its imports.
 """
 
-from graphstore.client import checkpoint, optim
+from graphstore.client import checkpoint, device, optim
 from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
 from graphstore.client.block import Block, to_block
 from graphstore.client.constants import EID, NID
@@ -47,6 +47,7 @@ __all__ = [
     "SparseAdam",
     "TypedLinear",
     "checkpoint",
+    "device",
     "find_edges",
     "in_subgraph",
     "optim",

@@ -22,6 +22,7 @@ from graphstore.client.context import (
     set_context,
     trainer_rank_and_world,
 )
+from graphstore.client.device import bind_device, unbind_device
 from graphstore.config import ClusterConfig, config_to_mapping, parse_cluster_config
 
 logger = logging.getLogger(__name__)
@@ -32,6 +33,7 @@ def initialize(
     *,
     local_read: str | None = None,
     part_config: str | None = None,
+    device=None,
     **dgl_options,
 ) -> ClientContext:
     """Connect this process to the partition servers.
@@ -45,6 +47,10 @@ def initialize(
             environment variable.
         local_read: override the config's ``auto`` / ``on`` / ``off``.
         part_config: override the config's partition config path (used for co-located reads).
+        device: bind this trainer to a device now: ``"cpu"``, ``"cuda"`` (``cuda:LOCAL_RANK`` among the
+            visible GPUs), ``"cuda:N"`` or ``"auto"`` (see :mod:`graphstore.client.device`). None: a
+            CPU trainer needs none, and the first GPU use (e.g. an NCCL group's optimizer step) binds
+            ``cuda:LOCAL_RANK``.
         dgl_options: DGL's ``max_queue_size``, ``net_type``, ``num_worker_threads`` (accepted so ported
             scripts run; they tune DGL's own RPC layer, which graphstore does not have, so a value given
             is logged as having no effect) and ``use_graphbolt`` (False only).
@@ -59,7 +65,9 @@ def initialize(
         graphstore.errors.ConfigError: an invalid config, or servers that disagree with it.
         graphstore.errors.ServerUnavailableError: a server that is not SERVING within
             ``rpc.connect_timeout_s`` (the message names it).
-        RuntimeError: already connected with a different config (call ``exit_client()`` first).
+        RuntimeError: already connected with a different config (call ``exit_client()`` first); a
+            ``device`` that is not available (``LOCAL_RANK`` at or above the visible GPUs, no CUDA) or
+            differs from the device already bound.
     """
     _check_dgl_options(dgl_options)
     config = find_cluster_config(ip_config)
@@ -70,6 +78,8 @@ def initialize(
         overrides["part_config"] = os.fspath(part_config)
     if overrides:
         config = _with_overrides(config, overrides)
+    if device is not None:
+        bind_device(device)
     with context_lock():
         ctx = current_context()
         if ctx is not None and not ctx.standalone:
@@ -130,9 +140,11 @@ def is_initialized() -> bool:
 
 
 def exit_client() -> None:
-    """Delete the non-persistent tensors this client created and close every connection. Idempotent."""
+    """Delete the non-persistent tensors this client created, close every connection and release the
+    trainer's device binding. Idempotent."""
     with context_lock():
         ctx = set_context(None)
+    unbind_device()
     if ctx is not None:
         ctx.close()
 

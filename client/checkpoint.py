@@ -37,11 +37,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
 import torch.distributed as dist
 
 from graphstore.checkpoint_layout import tensor_root
 from graphstore.client.context import get_context
+from graphstore.client.device import group_device
 
 logger = logging.getLogger(__name__)
 
@@ -251,8 +251,7 @@ def _collective(run):
             local_error = None
     else:
         local_error = None
-    device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
-    dist.broadcast_object_list(outcome, src=0, device=device)
+    dist.broadcast_object_list(outcome, src=0, device=group_device())
     status, value = outcome[0]
     if status == "ok":
         return value

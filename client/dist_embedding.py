@@ -120,9 +120,9 @@ class DistEmbedding:
                 UserWarning,
                 stacklevel=2,
             )
-        device_type = rows.device.type
-        if torch.is_autocast_enabled(device_type) and rows.dtype == torch.float32:
-            return rows.to(torch.get_autocast_dtype(device_type))
+        dtype = _autocast_dtype(rows.device.type)
+        if dtype is not None and rows.dtype == torch.float32:
+            return rows.to(dtype)
         return rows
 
     def reset_trace(self) -> None:
@@ -135,3 +135,14 @@ class DistEmbedding:
             f"DistEmbedding(name={self.name!r}, num_embeddings={self.num_embeddings}, "
             f"embedding_dim={self.embedding_dim}, dtype={self.weight.dtype})"
         )
+
+
+def _autocast_dtype(device_type: str) -> torch.dtype | None:
+    """The dtype ``torch.autocast`` casts to on ``device_type`` right now, or None when it is off."""
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4
+        return torch.get_autocast_dtype(device_type) if torch.is_autocast_enabled(device_type) else None
+    if device_type == "cuda":
+        return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+    if device_type == "cpu":
+        return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+    return None

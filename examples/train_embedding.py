@@ -2,10 +2,11 @@
 
 The graph's features are ignored: every node gets a trainable row of a ``DistEmbedding`` table that
 lives on the partition servers, a GraphSAGE model reads those rows for a mini-batch's input nodes,
-and after each backward pass the distributed ``SparseAdagrad`` sends the rows' gradients to their
-owners, which update the rows and their Adagrad state in place (the dense GraphSAGE weights train
-with Adam under DDP, as in ``train_dist.py``). ``--freeze-embeddings`` is the baseline: the same model
-on the same random rows, never updated.
+and after each backward pass the distributed ``SparseAdagrad`` (stepped through the loss scaler, so
+``--amp fp16`` works) sends the rows' gradients to their owners, which update the rows and their
+Adagrad state in place (the dense GraphSAGE weights train with Adam under DDP, as in
+``train_dist.py``). ``--freeze-embeddings`` is the baseline: the same model on the same random rows,
+never updated.
 
 Like ``train_dist.py`` it runs standalone (``--part-config``, no servers) or under ``graphstore launch``
 unchanged::
@@ -84,7 +85,9 @@ def run(config: training.EmbeddingConfig) -> dict:
             epoch=epoch,
             show_progress=trainer.show_progress,
             input_fn=embed,
-            after_backward=sparse_optimizer.step if sparse_optimizer is not None else None,
+            # Through the scaler: under fp16 the rows' gradients are unscaled, and a step with an inf/NaN
+            # gradient on any trainer is skipped on all of them (a plain step without fp16).
+            after_backward=(lambda: scaler.step(sparse_optimizer)) if sparse_optimizer is not None else None,
         )
         record = training.reduce_epoch(epoch, stats, time.perf_counter() - tick, device, trainer.rank)
         if "val" in task.eval_nodes and config.validates_after(epoch):
@@ -107,6 +110,7 @@ def run(config: training.EmbeddingConfig) -> dict:
         freeze_embeddings=config.freeze_embeddings,
         embedding_rows_probed=int(probe.numel()),
         embedding_rows_changed=changed,
+        sparse_steps_skipped=sparse_optimizer.timings.steps_skipped if sparse_optimizer is not None else 0,
     )
     if trainer.rank == 0:
         save_path = (

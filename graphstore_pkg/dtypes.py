@@ -90,7 +90,10 @@ def to_torch(array: np.ndarray, name: str):
 
     if not array.flags.writeable:
         array = array.copy()
-    t = torch.from_numpy(np.ascontiguousarray(array))
+    array = np.ascontiguousarray(array)
+    if name == "bfloat16" and array.dtype == np.uint16:
+        array = array.view(np.int16)  # the same bits; torch < 2.3 cannot wrap uint16
+    t = torch.from_numpy(array)
     if name == "bfloat16":
         return t.view(torch.int16).view(torch.bfloat16) if t.dtype != torch.bfloat16 else t
     return t

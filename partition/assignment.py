@@ -8,14 +8,15 @@ categories METIS leaves uneven.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import time
 from collections.abc import Mapping
 
 import numpy as np
 
 from graphstore.partition.balance_repair import repair_balance
 from graphstore.partition.graph import GraphData
+from graphstore.partition.memory import PhaseMeter, stream
 from graphstore.partition.metis import DEFAULT_UFACTOR, metis_kway
 from graphstore.partition.symmetric_csr import symmetrize
 
@@ -150,7 +151,9 @@ def vertex_weights(
         if not columns:
             columns.append(np.ones(graph.num_nodes, dtype=np.int64))
             imbalance.append(1.0 + DEFAULT_UFACTOR / 1000)
-        in_degree = np.bincount(np.asarray(graph.dst), minlength=graph.num_nodes).astype(np.int64)
+        in_degree = np.zeros(graph.num_nodes, dtype=np.int64)
+        for _, dst in stream(1 << 24, graph.dst):
+            in_degree += np.bincount(dst, minlength=graph.num_nodes)
         if in_degree.any():  # an edgeless graph has nothing to balance
             columns.append(in_degree)
             imbalance.append(1.0 + DEFAULT_UFACTOR / 1000)
@@ -166,7 +169,7 @@ def assign_partitions(
     balance_ntypes=None,
     balance_edges: bool = False,
     seed: int = 0,
-    timings: dict[str, float] | None = None,
+    meter: PhaseMeter | None = None,
 ) -> np.ndarray:
     """Partition index of every node.
 
@@ -177,7 +180,8 @@ def assign_partitions(
         balance_ntypes: categories to spread evenly (see :func:`balance_categories`); METIS only.
         balance_edges: also balance in-edges per partition; METIS only.
         seed: random seed (METIS's seed too).
-        timings: if given, receives the seconds spent in ``symmetrize``, ``metis`` and ``balance_repair``.
+        meter: if given, measures the phases ``symmetrize``, ``metis`` and ``balance_repair`` (time and
+            peak memory).
 
     Returns:
         int64 [N] partition per node.
@@ -194,20 +198,21 @@ def assign_partitions(
         return random_assignment(graph.num_nodes, num_parts, seed, categories)
     categories = balance_categories(graph, balance_ntypes)
     weights, imbalance, num_categories = vertex_weights(graph, categories, balance_edges)
-    timings = {} if timings is None else timings
-    start = time.perf_counter()
-    csr = symmetrize(graph.src, graph.dst, graph.num_nodes)
-    timings["symmetrize"] = time.perf_counter() - start
-    start = time.perf_counter()
-    part, _ = metis_kway(
-        csr, num_parts, weights, seed=seed, imbalance=imbalance if weights is not None else None
-    )
-    timings["metis"] = time.perf_counter() - start
+    del categories
+    phase = meter.phase if meter is not None else (lambda name: contextlib.nullcontext())
+    with phase("symmetrize"):
+        csr = symmetrize(graph.src, graph.dst, graph.num_nodes)
+    with phase("metis"):
+        part, _ = metis_kway(
+            csr, num_parts, weights, seed=seed, imbalance=imbalance if weights is not None else None
+        )
     if num_categories:
         # Only the category columns are required to come out even; in-degree balance stays a METIS goal.
-        start = time.perf_counter()
-        part = repair_balance(csr, part, weights[:, :num_categories], num_parts, tolerance=NTYPE_TOLERANCE)
-        timings["balance_repair"] = time.perf_counter() - start
+        with phase("balance_repair"):
+            part = repair_balance(
+                csr, part, weights[:, :num_categories], num_parts, tolerance=NTYPE_TOLERANCE
+            )
+    del csr
     empty = np.flatnonzero(np.bincount(part, minlength=num_parts) == 0)
     if empty.size:
         logger.warning(
@@ -280,8 +285,6 @@ def edge_cut_fraction(src: np.ndarray, dst: np.ndarray, part: np.ndarray, chunk:
     if total == 0:
         return 0.0
     cut = 0
-    for start in range(0, total, chunk):
-        s = np.asarray(src[start : start + chunk])
-        d = np.asarray(dst[start : start + chunk])
+    for _, s, d in stream(chunk, src, dst):
         cut += int(np.count_nonzero(part[s] != part[d]))
     return cut / total

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphstore.partition.memory import stream
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, GraphSchema, etype_key
 
 EDGE_LIST_SUFFIXES = (".txt", ".csv", ".tsv", ".el", ".edges", ".edgelist")
@@ -105,8 +106,12 @@ class GraphData:
         return np.repeat(np.arange(len(self.nodes_per_type), dtype=np.int64), self.nodes_per_type)
 
     def edge_type_of(self) -> np.ndarray:
-        """int64 [E]: the type ID of every edge, in input order."""
-        return np.repeat(np.arange(len(self.edges_per_type), dtype=np.int64), self.edges_per_type)
+        """[E]: the type ID of every edge, in input order, in the narrowest signed integer dtype (int8 for
+        fewer than 128 edge types: one byte per edge)."""
+        from graphstore.partition.relabel import type_dtype
+
+        num_types = len(self.edges_per_type)
+        return np.repeat(np.arange(num_types, dtype=type_dtype(num_types)), self.edges_per_type)
 
     def node_arrays(self) -> list[tuple[str, str, np.ndarray]]:
         """Every node array as ``(ntype, name, array)``."""
@@ -123,6 +128,17 @@ class GraphData:
             ValueError: naming the array and the offending value.
         """
         validate_graph(self)
+
+
+def id_range(ids: np.ndarray, chunk: int = 1 << 24) -> tuple[int, int] | None:
+    """``(min, max)`` of an integer array (None when empty), read a chunk at a time so that a
+    memory-mapped array never becomes resident as a whole."""
+    lo, hi = None, None
+    for _, piece in stream(chunk, ids):
+        piece_lo, piece_hi = int(piece.min()), int(piece.max())
+        lo = piece_lo if lo is None else min(lo, piece_lo)
+        hi = piece_hi if hi is None else max(hi, piece_hi)
+    return None if lo is None else (lo, hi)
 
 
 def _check_id_array(name: str, arr: np.ndarray) -> np.ndarray:
@@ -159,10 +175,10 @@ def validate_graph(graph: GraphData) -> None:
         where = "" if schema.is_homogeneous else f" of edge type {etype_key(canonical)}"
         for end_name, ids, ntype in (("src", graph.src, canonical[0]), ("dst", graph.dst, canonical[2])):
             t = schema.ntype_id(ntype)
-            piece = ids[edge_offsets[e] : edge_offsets[e + 1]]
-            if piece.size == 0:
+            bounds = id_range(ids[edge_offsets[e] : edge_offsets[e + 1]])
+            if bounds is None:
                 continue
-            lo, hi = int(piece.min()) - int(offsets[t]), int(piece.max()) - int(offsets[t])
+            lo, hi = bounds[0] - int(offsets[t]), bounds[1] - int(offsets[t])
             if lo < 0:
                 raise ValueError(f"{end_name}{where} has node ID {lo} < 0")
             if hi >= graph.nodes_per_type[t]:
@@ -233,7 +249,7 @@ def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = Non
             )
         if lengths:
             num_nodes = lengths.pop()
-            hi = max(int(src.max()) if src.size else -1, int(dst.max()) if dst.size else -1)
+            hi = _largest_id(src, dst)
             if hi >= num_nodes:
                 short = sorted(k for k, a in others.items() if a.shape[0] == num_nodes)
                 raise ValueError(
@@ -241,8 +257,7 @@ def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = Non
                     f"array {short[0]!r} has {num_nodes} rows; expected one per node (>= {hi + 1})"
                 )
         else:
-            hi = max(int(src.max()) if src.size else -1, int(dst.max()) if dst.size else -1)
-            num_nodes = max(hi + 1, 1)
+            num_nodes = max(_largest_id(src, dst) + 1, 1)
     num_nodes = int(num_nodes)
     node_data: dict[str, np.ndarray] = {}
     edge_data: dict[str, np.ndarray] = {}
@@ -259,6 +274,11 @@ def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = Non
     graph = GraphData.homogeneous(num_nodes, src, dst, node_data, edge_data)
     validate_graph(graph)
     return graph
+
+
+def _largest_id(src: np.ndarray, dst: np.ndarray) -> int:
+    """The largest node ID in ``src`` and ``dst`` (-1 without edges)."""
+    return max((bounds[1] for bounds in (id_range(src), id_range(dst)) if bounds is not None), default=-1)
 
 
 def _npz_member_offset(fh, info: zipfile.ZipInfo) -> int:

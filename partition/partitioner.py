@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -25,12 +24,14 @@ from graphstore.partition.assignment import (
 )
 from graphstore.partition.graph import GraphData, graph_from_arrays, load_graph, validate_graph
 from graphstore.partition.input_adapters import graph_from_object, is_graph_object, rename_arrays
+from graphstore.partition.memory import PhaseMeter
 from graphstore.partition.relabel import relabel
 from graphstore.partition.writer import (
     HALF_FLOAT_DTYPES,
     check_output_folder,
     staged_output_folder,
     storage_dtype_name,
+    write_config,
     write_partitions,
 )
 
@@ -49,10 +50,14 @@ class PartitionResult:
         part_train_nodes: training nodes per partition (empty without a ``train_mask`` node array).
         part_type_nodes: per node type, its nodes in each partition.
         assign_seconds: time to compute the assignment (METIS with its symmetrization, or random).
-        timings: seconds per step: ``load``, ``symmetrize``, ``metis`` (METIS alone), ``balance_repair``,
-            ``relabel``, ``write``.
+        timings: wall-clock seconds per phase: ``load``, ``symmetrize``, ``metis`` (METIS alone),
+            ``balance_repair``, ``random``, ``edge_cut``, ``relabel``, ``write``, ``id_maps``.
+        cpu_timings: CPU seconds per phase (what the wall time would be on an idle machine).
         total_seconds: end to end, files written.
-        peak_rss_bytes: peak resident memory of this process so far.
+        peak_rss_bytes: peak resident memory of this process during the run (the largest phase peak).
+        phase_peak_rss_bytes: peak resident memory during each phase (see
+            :class:`~graphstore.partition.memory.PhaseMeter`; the process's ``ru_maxrss`` afterwards covers
+            only the last phase).
         orig_nid: int64 [N], original node ID of each new node ID (homogeneous IDs; on a typed graph
             the input's homogeneous IDs, types one after another).
         orig_eid: int64 [E], original edge ID of each new edge ID.
@@ -72,8 +77,10 @@ class PartitionResult:
     part_type_nodes: dict[str, list[int]] = field(default_factory=dict)
     assign_seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    cpu_timings: dict[str, float] = field(default_factory=dict)
     total_seconds: float = 0.0
     peak_rss_bytes: int = 0
+    phase_peak_rss_bytes: dict[str, int] = field(default_factory=dict)
     orig_nid: np.ndarray | None = field(default=None, repr=False)
     orig_eid: np.ndarray | None = field(default=None, repr=False)
     orig_nids_per_type: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
@@ -85,11 +92,6 @@ class PartitionResult:
         for key in ("orig_nid", "orig_eid", "orig_nids_per_type", "orig_eids_per_type"):
             out.pop(key)
         return out
-
-
-def peak_rss_bytes() -> int:
-    """Peak resident set size of this process (Linux ru_maxrss is in KiB)."""
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
 @dataclass
@@ -186,11 +188,10 @@ def partition_graph(
         logger.info("balance_ntypes / balance_edges apply to METIS only; random assignment is already even")
     check_output_folder(out_path, overwrite)
 
-    timings: dict[str, float] = {}
+    meter = PhaseMeter()
     if isinstance(graph, (str, os.PathLike)):
-        step = time.perf_counter()
-        graph = load_graph(os.fspath(graph))
-        timings["load"] = time.perf_counter() - step
+        with meter.phase("load"):
+            graph = load_graph(os.fspath(graph))
     elif isinstance(graph, dict):
         graph = graph_from_arrays(graph)
     elif isinstance(graph, GraphData):
@@ -211,35 +212,51 @@ def partition_graph(
     }
 
     assign_start = time.perf_counter()
-    part = assign_partitions(graph, num_parts, part_method, balance_ntypes, balance_edges, seed, timings)
+    if part_method == "random" or num_parts == 1:
+        with meter.phase("random" if num_parts > 1 else "assign"):
+            part = assign_partitions(graph, num_parts, part_method, balance_ntypes, balance_edges, seed)
+    else:
+        part = assign_partitions(graph, num_parts, part_method, balance_ntypes, balance_edges, seed, meter)
     assign_seconds = time.perf_counter() - assign_start
     logger.info("assigned %d nodes to %d partitions in %.2fs", graph.num_nodes, num_parts, assign_seconds)
-    edge_cut = edge_cut_fraction(graph.src, graph.dst, part)
-    train_counts = _train_counts(graph, part, num_parts)
+    with meter.phase("edge_cut"):
+        edge_cut = edge_cut_fraction(graph.src, graph.dst, part)
+        train_counts = _train_counts(graph, part, num_parts)
 
-    step = time.perf_counter()
-    labels = relabel(
-        part,
-        graph.src,
-        graph.dst,
-        num_parts,
-        node_type=graph.node_type_of(),
-        num_ntypes=len(graph.schema.ntypes),
-        edge_type=graph.edge_type_of(),
-        num_etypes=len(graph.schema.canonical_etypes),
-    )
-    del part
-    timings["relabel"] = time.perf_counter() - step
+    typed_edges = len(graph.schema.canonical_etypes) > 1
+    with meter.phase("relabel"):
+        labels = relabel(
+            part,
+            graph.src,
+            graph.dst,
+            num_parts,
+            node_type=graph.node_type_of(),
+            num_ntypes=len(graph.schema.ntypes),
+            edge_type=graph.edge_type_of() if typed_edges else None,
+            num_etypes=len(graph.schema.canonical_etypes),
+        )
+        del part
 
     extra = {
         "stats": {"edge_cut": edge_cut, "train_nodes": train_counts, "seed": seed},
         "balance": {"ntypes": _describe_balance(balance_ntypes), "edges": bool(balance_edges)},
     }
     with staged_output_folder(out_path) as tmp_dir:
-        step = time.perf_counter()
-        write_partitions(graph, graph_name, num_parts, part_method, labels, dtype_names, tmp_dir, extra)
-        timings["write"] = time.perf_counter() - step
+        with meter.phase("write"):
+            config = write_partitions(
+                graph, graph_name, num_parts, part_method, labels, dtype_names, tmp_dir, extra
+            )
+        # The partition arrays are on disk: only the ID maps the result returns are kept.
+        bounds = (labels.node_bounds, labels.edge_bounds, labels.ntype_counts, labels.etype_counts)
+        orig_nid, orig_eid = labels.orig_nid, labels.orig_eid
+        del labels
+        with meter.phase("id_maps"):
+            orig_eid = orig_eid.astype(np.int64, copy=False)
+            mappings = _per_type_mappings(graph, orig_nid, orig_eid, *bounds)
+        config["stats"]["phases"] = meter.report()
+        write_config(tmp_dir, config)
 
+    node_bounds, edge_bounds, ntype_counts, _ = bounds
     config_path = os.path.join(out_path, f"{graph_name}.json")
     return PartitionResult(
         config_path=config_path,
@@ -248,42 +265,55 @@ def partition_graph(
         num_parts=num_parts,
         part_method=part_method,
         edge_cut=edge_cut,
-        part_nodes=np.diff(labels.node_bounds).tolist(),
-        part_edges=np.diff(labels.edge_bounds).tolist(),
+        part_nodes=np.diff(node_bounds).tolist(),
+        part_edges=np.diff(edge_bounds).tolist(),
         part_train_nodes=train_counts,
-        part_type_nodes={
-            ntype: labels.ntype_counts[:, t].tolist() for t, ntype in enumerate(graph.schema.ntypes)
-        },
+        part_type_nodes={ntype: ntype_counts[:, t].tolist() for t, ntype in enumerate(graph.schema.ntypes)},
         assign_seconds=assign_seconds,
-        timings={k: round(v, 3) for k, v in timings.items()},
+        timings={k: round(v, 3) for k, v in meter.seconds.items()},
+        cpu_timings={k: round(v, 3) for k, v in meter.cpu_seconds.items()},
         total_seconds=time.perf_counter() - start_time,
-        peak_rss_bytes=peak_rss_bytes(),
-        orig_nid=labels.orig_nid,
-        orig_eid=labels.orig_eid,
-        **_per_type_mappings(graph, labels),
+        peak_rss_bytes=meter.run_peak(),
+        phase_peak_rss_bytes=dict(meter.peak_bytes),
+        orig_nid=orig_nid,
+        orig_eid=orig_eid,
+        **mappings,
     )
 
 
-def _per_type_mappings(graph: GraphData, labels) -> dict[str, dict[str, np.ndarray]]:
-    """New per-type ID -> original per-type ID, for every node and edge type (DGL's ``return_mapping``)."""
+def _per_type_mappings(
+    graph: GraphData,
+    orig_nid: np.ndarray,
+    orig_eid: np.ndarray,
+    node_bounds: np.ndarray,
+    edge_bounds: np.ndarray,
+    ntype_counts: np.ndarray,
+    etype_counts: np.ndarray,
+) -> dict[str, dict[str, np.ndarray]]:
+    """New per-type ID -> original per-type ID, for every node and edge type (DGL's ``return_mapping``).
+
+    A homogeneous graph's per-type IDs are its IDs: the maps are ``orig_nid`` and ``orig_eid``
+    themselves, not copies.
+    """
     from graphstore.partition.book import RangePartitionBook
     from graphstore.types import etype_key
 
-    book = RangePartitionBook(
-        labels.node_bounds,
-        labels.edge_bounds,
-        schema=graph.schema,
-        ntype_counts=labels.ntype_counts,
-        etype_counts=labels.etype_counts,
-    )
     schema = graph.schema
+    if schema.is_homogeneous:
+        return {
+            "orig_nids_per_type": {schema.ntypes[0]: orig_nid},
+            "orig_eids_per_type": {etype_key(schema.canonical_etypes[0]): orig_eid},
+        }
+    book = RangePartitionBook(
+        node_bounds, edge_bounds, schema=schema, ntype_counts=ntype_counts, etype_counts=etype_counts
+    )
     nodes, edges = {}, {}
     for t, ntype in enumerate(schema.ntypes):
         homo = book.map_to_homo_nid(np.arange(graph.nodes_per_type[t], dtype=np.int64), ntype)
-        nodes[ntype] = labels.orig_nid[homo] - graph.node_offsets[t]
+        nodes[ntype] = orig_nid[homo] - graph.node_offsets[t]
     for e, canonical in enumerate(schema.canonical_etypes):
         homo = book.map_to_homo_eid(np.arange(graph.edges_per_type[e], dtype=np.int64), canonical)
-        edges[etype_key(canonical)] = labels.orig_eid[homo] - graph.edge_offsets[e]
+        edges[etype_key(canonical)] = orig_eid[homo] - graph.edge_offsets[e]
     return {"orig_nids_per_type": nodes, "orig_eids_per_type": edges}
 
 

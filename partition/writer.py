@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import numpy as np
@@ -17,11 +17,13 @@ from graphstore.dtypes import float32_to_bfloat16_bits, info, name_of
 from graphstore.partition.book import RangePartitionBook
 from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR, feature_file
 from graphstore.partition.graph import GraphData
+from graphstore.partition.memory import release_pages
 from graphstore.partition.relabel import Relabeling, csr_pieces
 from graphstore.partition.types import FORMAT_VERSION
 from graphstore.types import etype_key
 
 HALF_FLOAT_DTYPES = ("float16", "bfloat16")
+WRITE_CHUNK = 1 << 22  # ID rows per write() call
 
 
 def storage_dtype_name(array: np.ndarray, name: str, feat_dtype: str | None) -> str:
@@ -48,22 +50,49 @@ def convert_rows(rows: np.ndarray, dtype_name: str) -> np.ndarray:
     return np.ascontiguousarray(rows, dtype=info(dtype_name).storage)
 
 
+def write_npy(path: str, dtype: np.dtype, shape: tuple[int, ...], chunks: Iterable[np.ndarray]) -> None:
+    """Write a ``.npy`` of ``dtype`` and ``shape`` from row chunks, converting each chunk to ``dtype``.
+
+    The file is written with ``write()`` calls, not through a mapping, so the rows never count towards
+    this process's resident memory beyond one chunk.
+
+    Raises:
+        RuntimeError: the chunks hold another number of rows than ``shape`` says.
+    """
+    dtype = np.dtype(dtype)
+    header = {"descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False, "shape": tuple(shape)}
+    written = 0
+    with open(path, "wb") as fh:
+        np.lib.format.write_array_header_1_0(fh, header)
+        for chunk in chunks:
+            np.ascontiguousarray(chunk, dtype=dtype).tofile(fh)
+            written += chunk.shape[0]
+    if written != shape[0]:
+        raise RuntimeError(f"{path}: wrote {written} rows, expected {shape[0]}")
+
+
+def _row_chunks(array: np.ndarray, chunk: int = WRITE_CHUNK) -> Iterator[np.ndarray]:
+    return (array[start : start + chunk] for start in range(0, array.shape[0], chunk))
+
+
 def _write_rows(path: str, source: np.ndarray, index: np.ndarray, dtype_name: str) -> None:
-    """Write ``convert(source[index])`` to a .npy, in chunks of rows."""
-    shape = (int(index.shape[0]), *source.shape[1:])
-    out = np.lib.format.open_memmap(path, mode="w+", dtype=info(dtype_name).storage, shape=shape)
+    """Write ``convert(source[index])`` to a .npy, a chunk of rows at a time, releasing the mapped pages
+    of ``source`` each chunk touched."""
     row_bytes = max(1, int(np.prod(source.shape[1:], dtype=np.int64)) * source.dtype.itemsize)
     chunk = max(1, (64 << 20) // row_bytes)
-    for start in range(0, shape[0], chunk):
-        out[start : start + chunk] = convert_rows(
-            np.asarray(source[index[start : start + chunk]]), dtype_name
-        )
-    out.flush()
-    del out
+
+    def rows() -> Iterator[np.ndarray]:
+        for start in range(0, index.shape[0], chunk):
+            picked = np.asarray(index[start : start + chunk])
+            yield convert_rows(np.asarray(source[picked]), dtype_name)
+            release_pages(source[int(picked.min()) : int(picked.max()) + 1])
+
+    write_npy(path, info(dtype_name).storage, (int(index.shape[0]), *source.shape[1:]), rows())
 
 
 def _save(path: str, array: np.ndarray) -> None:
-    np.save(path, np.ascontiguousarray(array))
+    """Save an ID array as int64 (the on-disk format), whatever its width in memory."""
+    write_npy(path, np.int64, array.shape, _row_chunks(array))
 
 
 def check_output_folder(out_path: str, overwrite: bool) -> None:
@@ -125,7 +154,7 @@ def write_partitions(
     dtype_names: dict[tuple[str, str, str], str],
     out_dir: str,
     extra: dict,
-) -> None:
+) -> dict:
     """Write every partition's folder (``partK/``) and the config ``graph_name.json`` into ``out_dir``.
 
     Args:
@@ -137,6 +166,9 @@ def write_partitions(
         dtype_names: the storage dtype of each ``("node" | "edge", type, name)`` array.
         out_dir: an existing, empty folder.
         extra: more top-level config entries (statistics, balance settings).
+
+    Returns:
+        The config as written (:func:`write_config` rewrites it with more statistics).
     """
     schema = graph.schema
     node_in_offsets, edge_in_offsets = graph.node_offsets, graph.edge_offsets
@@ -161,9 +193,10 @@ def write_partitions(
         _save(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
         _save(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
         out_eid = labels.out_eid[labels.out_bounds[k] : labels.out_bounds[k + 1]]
+        out_types = labels.edge_type[out_eid] if num_etypes > 1 else labels.edge_type[: len(out_eid)]
         out_pieces = csr_pieces(
             labels.new_src[out_eid] - ns,
-            labels.edge_type[out_eid],
+            out_types,
             ntype_offsets[src_types],
             ntype_counts[src_types],
             num_etypes,
@@ -173,7 +206,9 @@ def write_partitions(
         _save(os.path.join(part_dir, "out_eid.npy"), out_eid)
         node_types = np.repeat(np.arange(len(schema.ntypes)), ntype_counts)
         orig_nid = labels.orig_nid[ns:ne] - node_in_offsets[node_types]
-        orig_eid = labels.orig_eid[es:ee] - edge_in_offsets[labels.edge_type[es:ee]]
+        orig_eid = labels.orig_eid[es:ee]
+        if num_etypes > 1:  # per-type IDs: minus the type's first input position
+            orig_eid = orig_eid - edge_in_offsets[labels.edge_type[es:ee]]
         _save(os.path.join(part_dir, "orig_nid.npy"), orig_nid)
         _save(os.path.join(part_dir, "orig_eid.npy"), orig_eid)
         for ntype, name, arr in graph.node_arrays():
@@ -218,8 +253,16 @@ def write_partitions(
         "parts": parts_meta,
         **extra,
     }
-    with open(os.path.join(out_dir, f"{graph_name}.json"), "w") as fh:
+    write_config(out_dir, config)
+    return config
+
+
+def write_config(out_dir: str, config: dict) -> str:
+    """Write (or rewrite) ``out_dir/<graph_name>.json``; returns its path."""
+    path = os.path.join(out_dir, f"{config['graph_name']}.json")
+    with open(path, "w") as fh:
         json.dump(config, fh, indent=1)
+    return path
 
 
 def _new_file(path: str) -> str:

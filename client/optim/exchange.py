@@ -3,7 +3,11 @@
 A trainer packs each embedding's (id, gradient, count) rows into one float32 buffer grouped by
 destination (:func:`pack_rows`), tells every peer how many rows it sends along with its own status
 (:func:`exchange_sizes`), and moves the rows with one uneven ``all_to_all_single``
-(:func:`exchange_rows`); the receiver unpacks them (:func:`unpack_rows`).
+(:func:`exchange_rows`); the receiver unpacks them (:func:`unpack_rows`). After pushing, the trainers
+agree that every push succeeded (:func:`agree_on_push`).
+
+Every collective runs on the device its caller names (the group's device, never a thread's current
+CUDA device).
 """
 
 from __future__ import annotations
@@ -77,3 +81,30 @@ def exchange_rows(
         out, packed, output_split_sizes=recv_counts, input_split_sizes=send_counts, group=group
     )
     return out
+
+
+def agree_on_push(push_error: BaseException | None, device: torch.device, group=None) -> None:
+    """Wait until every trainer pushed (so a row read after ``step()`` returns is up to date) and make
+    every trainer raise when any push failed.
+
+    Args:
+        push_error: this trainer's push error, or None.
+        device: where the group's collectives run.
+        group: the process group (None: the default group).
+
+    Raises:
+        the trainer's own ``push_error``; RuntimeError naming the ranks whose push failed.
+    """
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    failed = torch.zeros(world_size, dtype=torch.int32, device=device)
+    if push_error is not None:
+        failed[rank] = 1
+    dist.all_reduce(failed, group=group)
+    if push_error is not None:
+        raise push_error
+    ranks = torch.nonzero(failed).flatten().tolist()
+    if ranks:
+        raise RuntimeError(
+            f"sparse optimizer step failed on rank(s) {ranks} while pushing to the servers (see their "
+            "error); the rows those ranks own may not have been updated in this step"
+        )

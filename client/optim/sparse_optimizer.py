@@ -9,8 +9,12 @@ gradients, never rows or state:
    (``emb.trace``), and sums duplicate ids locally (keeping a count per id).
 2. When a ``torch.distributed`` process group exists (also with one rank), the pairs travel to the
    trainer that *owns* their rows, in one ``all_to_all_single`` per embedding after a size exchange
-   (uneven splits; gloo on CPU, NCCL when the gradients are on CUDA). Ownership maps partitions onto
-   trainers (:mod:`~graphstore.client.optim.ownership`). A trainer that saw no rows sends empty tensors.
+   (uneven splits) on the group's device (:func:`~graphstore.client.device.group_device`: the CPU for
+   gloo and ``cpu:gloo,cuda:nccl`` groups, the trainer's bound GPU for an NCCL group). Ownership maps
+   partitions onto trainers (:mod:`~graphstore.client.optim.ownership`). A trainer that saw no rows
+   sends empty tensors. Under a ``GradScaler`` (:mod:`~graphstore.client.optim.amp`) the gradients are
+   unscaled while gathered, and a trainer that found an inf/NaN says so in its size-exchange status:
+   then every trainer skips the step and nothing is pushed.
 3. The owner merges what it received: unique ids, gradients of the same id averaged over all their
    occurrences (the update is non-linear, so ids must be unique), and sends one ``PushGrad`` per
    server, in parallel. The server applies the update to the rows and their state under the tensor's
@@ -38,8 +42,16 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from graphstore.client.device import group_device
+from graphstore.client.optim.amp import forget_scaler_state, recorded_param_groups, scaler_state
 from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
-from graphstore.client.optim.exchange import exchange_rows, exchange_sizes, pack_rows, unpack_rows
+from graphstore.client.optim.exchange import (
+    agree_on_push,
+    exchange_rows,
+    exchange_sizes,
+    pack_rows,
+    unpack_rows,
+)
 from graphstore.client.optim.ownership import owner_of, trainer_assignment
 from graphstore.client.optim.step_timings import StepTimings
 from graphstore.client.transport.write_batch import WriteBatch
@@ -49,6 +61,7 @@ from graphstore.types import OptimizerConfig
 # before the gradients moved, so all of them raise together and none waits for the others.
 _STATUS_OK = 0
 _STATUS_FAILED = 1
+_STATUS_NONFINITE = 2  # a GradScaler found an inf/NaN gradient here: every trainer skips the step
 
 
 def _dist_embedding_class():
@@ -60,7 +73,9 @@ def _dist_embedding_class():
 class SparseGradOptimizer:
     """Base of the distributed sparse optimizers: gradient collection, exchange and push.
 
-    Subclasses only choose the :class:`~graphstore.types.OptimizerConfig`.
+    Subclasses only choose the :class:`~graphstore.types.OptimizerConfig`. Under fp16 autocast,
+    ``scaler.unscale_(opt)`` and ``scaler.step(opt)`` work as for a torch optimizer, all or nothing
+    across the trainer group (:mod:`graphstore.client.optim.amp`).
 
     Args:
         params: the DistEmbeddings to optimize (a list, or a single one).
@@ -71,6 +86,10 @@ class SparseGradOptimizer:
         ValueError: no parameters, the same embedding twice, a non-float32 or non-2-D embedding,
             or a bad hyper-parameter.
     """
+
+    # GradScaler.step calls step() itself, with grad_scale / found_inf set, instead of skipping it
+    # locally on an inf (see graphstore.client.optim.amp).
+    _step_supports_amp_scaling = True
 
     def __init__(self, params, config: OptimizerConfig):
         dist_embedding = _dist_embedding_class()
@@ -109,6 +128,12 @@ class SparseGradOptimizer:
         return list(self._params)
 
     @property
+    def param_groups(self) -> list[dict]:
+        """The rows recorded since the last step, as one parameter group: what ``GradScaler.unscale_``
+        unscales (their ``.grad``) and checks for inf/NaN."""
+        return recorded_param_groups(self._params)
+
+    @property
     def config(self) -> OptimizerConfig:
         """The kind and hyper-parameters sent with every push."""
         return self._config
@@ -142,7 +167,9 @@ class SparseGradOptimizer:
     def step(self) -> None:
         """Apply one update to every row the embeddings recorded since the last step, on all servers.
 
-        With a process group, every trainer of the group must call ``step()`` (a collective).
+        With a process group, every trainer of the group must call ``step()`` (a collective). Called by
+        ``GradScaler.step(opt)``, it unscales the gradients and, when any trainer found an inf/NaN one,
+        is skipped on every trainer (``timings.steps_skipped`` counts those steps).
 
         Raises:
             RuntimeError: nothing recorded since the last step / ``zero_grad()``, no gradient (no
@@ -155,6 +182,7 @@ class SparseGradOptimizer:
 
         ctx = get_context()
         group_active = dist.is_available() and dist.is_initialized()
+        inv_scale, nonfinite = scaler_state(self)
         error: BaseException | None = None
         gathered = None
         existence = None
@@ -164,17 +192,20 @@ class SparseGradOptimizer:
             # The existence check's RPCs overlap the gathering and the exchange; it is joined before
             # anything is pushed.
             existence = self._background().submit(self._check_exist, ctx)
-            gathered = self._gather_local(traces, group_active)
+            gathered = self._gather_local(traces, group_active, inv_scale)
         except Exception as exc:  # reported to the peers below, then re-raised
             error = exc
         t1 = time.perf_counter()
         try:
             if group_active:
-                merged = self._exchange(ctx, gathered, error)
+                merged = self._exchange(ctx, gathered, error, nonfinite)
+            elif error is not None:
+                raise error
             else:
-                if error is not None:
-                    raise error
-                merged = None
+                merged = _SKIP if nonfinite else None
+            if merged is _SKIP:  # the group agreed: a non-finite gradient somewhere, nothing changes
+                self.timings.steps_skipped += 1
+                return
             t2 = time.perf_counter()
             push_error: BaseException | None = None
             try:
@@ -189,10 +220,13 @@ class SparseGradOptimizer:
                 t3 = time.perf_counter()
             t4 = time.perf_counter()
             if group_active and dist.get_world_size() > 1:
-                self._agree_on_push(push_error)
+                agree_on_push(push_error, group_device())
             elif push_error is not None:
                 raise push_error
             t5 = time.perf_counter()
+        except BaseException:
+            forget_scaler_state(self)
+            raise
         finally:
             for emb in self._params:
                 emb.reset_trace()
@@ -203,25 +237,6 @@ class SparseGradOptimizer:
         self.timings.push_s += t4 - t3
         self.timings.sync_s += t5 - t4
         self.timings.rows_pushed += sum(ids.shape[0] for ids, _ in merged)
-
-    @staticmethod
-    def _agree_on_push(push_error: BaseException | None) -> None:
-        """Wait until every trainer pushed (so a row read after ``step()`` returns is up to date) and
-        make every trainer raise when any push failed."""
-        rank, world_size = dist.get_rank(), dist.get_world_size()
-        device = torch.device("cuda", torch.cuda.current_device()) if dist.get_backend() == "nccl" else None
-        failed = torch.zeros(world_size, dtype=torch.int32, device=device)
-        if push_error is not None:
-            failed[rank] = 1
-        dist.all_reduce(failed)
-        if push_error is not None:
-            raise push_error
-        ranks = torch.nonzero(failed).flatten().tolist()
-        if ranks:
-            raise RuntimeError(
-                f"sparse optimizer step failed on rank(s) {ranks} while pushing to the servers (see their "
-                "error); the rows those ranks own may not have been updated in this step"
-            )
 
     # -- the phases of a step -------------------------------------------------------------------
 
@@ -246,10 +261,13 @@ class SparseGradOptimizer:
         return traces
 
     def _gather_local(
-        self, traces, group_active: bool
+        self, traces, group_active: bool, inv_scale: torch.Tensor | None
     ) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-        """Per embedding: (unique ids, gradient sums, counts) recorded here, on the exchange device."""
+        """Per embedding: (unique ids, gradient sums, counts) recorded here, on the exchange device,
+        unscaled by ``inv_scale`` (None: not scaled)."""
         device = self._exchange_device(traces, group_active)
+        if inv_scale is not None:
+            inv_scale = inv_scale.to(device)
         gathered = []
         for emb, trace in zip(self._params, traces, strict=True):
             id_parts, grad_parts = [], []
@@ -258,7 +276,8 @@ class SparseGradOptimizer:
                     continue
                 id_parts.append(ids.reshape(-1).to(device=device, dtype=torch.int64))
                 grad = rows.grad.detach().reshape(ids.numel(), emb.embedding_dim)
-                grad_parts.append(grad.to(device=device, dtype=torch.float32))
+                grad = grad.to(device=device, dtype=torch.float32)
+                grad_parts.append(grad if inv_scale is None else grad * inv_scale)
             if id_parts:
                 ids = torch.cat(id_parts) if len(id_parts) > 1 else id_parts[0]
                 grads = torch.cat(grad_parts) if len(grad_parts) > 1 else grad_parts[0]
@@ -293,29 +312,26 @@ class SparseGradOptimizer:
 
     @staticmethod
     def _exchange_device(traces, group_active: bool) -> torch.device:
-        """Where the gradients are gathered and exchanged: the GPU with an NCCL group, else the CPU.
-
-        The choice depends only on the group's backend, so every trainer makes the same one (a mixed
-        ``cpu:gloo,cuda:nccl`` group exchanges on the CPU). Without a group: where the gradients are.
-        """
+        """Where the gradients are gathered and exchanged: the group's device (the bound GPU with an
+        NCCL group, else the CPU; see :func:`~graphstore.client.device.group_device`), or without a
+        group where the gradients are."""
         if group_active:
-            if str(dist.get_backend()) == "nccl":
-                return torch.device("cuda", torch.cuda.current_device())
-            return torch.device("cpu")
+            return group_device()
         for trace in traces:
             for _, rows in trace:
                 if rows.grad is not None and rows.grad.is_cuda:
                     return rows.grad.device
         return torch.device("cpu")
 
-    def _exchange(self, ctx, gathered, error: BaseException | None):
-        """Route every embedding's rows to their owners; returns per embedding (ids, mean grads)."""
+    def _exchange(self, ctx, gathered, error: BaseException | None, nonfinite: bool):
+        """Route every embedding's rows to their owners; returns per embedding (ids, mean grads), or
+        ``_SKIP`` when a trainer found a non-finite gradient (then no row moves)."""
         world_size = dist.get_world_size()
         rank = dist.get_rank()
         device = gathered[0][0].device if gathered else self._exchange_device([], True)
         outgoing = []
         send_counts = torch.zeros((world_size, len(self._params)), dtype=torch.int64, device=device)
-        if error is None:
+        if error is None and not nonfinite:
             try:
                 for index, (emb, (ids, sums, counts)) in enumerate(zip(self._params, gathered, strict=True)):
                     bounds, first, count = self._owner_tables(ctx, emb, world_size, device)
@@ -325,16 +341,18 @@ class SparseGradOptimizer:
                     outgoing.append(pack_rows(ids[order], sums[order], counts[order]))
             except Exception as exc:
                 error = exc
-        status = _STATUS_OK if error is None else _STATUS_FAILED
+        status = _STATUS_FAILED if error is not None else _STATUS_NONFINITE if nonfinite else _STATUS_OK
         recv_counts, peer_status = exchange_sizes(send_counts, status)
         if error is not None:
             raise error
-        failed = torch.nonzero(peer_status != _STATUS_OK).flatten().tolist()
+        failed = torch.nonzero(peer_status == _STATUS_FAILED).flatten().tolist()
         if failed:
             raise RuntimeError(
                 f"sparse optimizer step aborted on rank {rank}: rank(s) {failed} failed before the gradient "
                 "exchange (see their error); nothing was updated"
             )
+        if bool((peer_status == _STATUS_NONFINITE).any()):
+            return _SKIP
         send_lists = send_counts.t().tolist()
         recv_lists = recv_counts.t().tolist()
         merged = []
@@ -381,6 +399,10 @@ class SparseGradOptimizer:
                 batch.add(getattr(partition, "address", "") or f"partition {part_id}", send)
         if len(batch):
             batch.run()
+
+
+# What _exchange returns when the group skips the step.
+_SKIP = object()
 
 
 def _policy_of(ctx, emb) -> str:

@@ -17,6 +17,7 @@ class StepTimings:
         push_s: the PushGrad RPCs (they include the server's update).
         sync_s: waiting for the other trainers' pushes (groups of more than one trainer).
         rows_pushed: unique rows this trainer pushed.
+        steps_skipped: steps a GradScaler's inf/NaN check skipped on every trainer (not in ``steps``).
     """
 
     steps: int = 0
@@ -26,3 +27,4 @@ class StepTimings:
     push_s: float = 0.0
     sync_s: float = 0.0
     rows_pushed: int = 0
+    steps_skipped: int = 0

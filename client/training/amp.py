@@ -31,14 +31,29 @@ def autocast_context(device: torch.device, amp: str) -> AbstractContextManager:
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
-def make_grad_scaler(device: torch.device, amp: str) -> torch.amp.GradScaler:
+def make_grad_scaler(device: torch.device, amp: str):
     """A ``GradScaler`` that scales the loss under ``fp16`` (bfloat16 and float32 need none).
+
+    The sparse optimizers step through it too (``scaler.step(sparse_opt)``): their gradients are unscaled
+    and a step with an inf/NaN gradient on any trainer is skipped on all of them.
 
     Args:
         device: where the model runs.
         amp: the run's ``amp`` setting.
 
     Returns:
-        The scaler (a pass-through one unless ``amp == 'fp16'``).
+        The scaler (a pass-through one unless ``amp == 'fp16'``): ``torch.amp.GradScaler`` (torch >= 2.3),
+        else ``torch.cuda.amp.GradScaler``.
+
+    Raises:
+        RuntimeError: ``fp16`` on the CPU with a torch older than 2.3 (which has no CPU scaler).
     """
-    return torch.amp.GradScaler(device.type, enabled=amp == "fp16")
+    enabled = amp == "fp16"
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler(device.type, enabled=enabled)
+    if enabled and device.type != "cuda":
+        raise RuntimeError(
+            f"amp 'fp16' on {device.type} needs torch >= 2.3 (a GradScaler for that device); this is torch "
+            f"{torch.__version__}: use amp 'bf16' or a newer torch"
+        )
+    return torch.cuda.amp.GradScaler(enabled=enabled)

@@ -106,7 +106,8 @@ def train_epoch(
         show_progress: draw a tqdm bar.
         input_fn: ``input_fn(input_nodes, blocks) -> x`` (default: the pulled features, counted in
             ``feature_bytes``).
-        after_backward: called after each backward pass (e.g. a sparse optimizer's step).
+        after_backward: called after each backward pass, before the dense step (e.g.
+            ``lambda: scaler.step(sparse_optimizer)``: under fp16 the sparse step goes through the scaler).
 
     Returns:
         This rank's figures of the epoch.

@@ -20,6 +20,7 @@ import torch
 import torch.distributed as dist
 
 from graphstore.client import DistGraph, get_context, is_initialized
+from graphstore.client import device as devices
 from graphstore.client.training.collectives import rank_and_world
 from graphstore.client.training.config import TrainConfig
 from graphstore.errors import ServerError
@@ -33,7 +34,8 @@ PROCESS_GROUP_TIMEOUT = timedelta(seconds=300)
 
 
 def resolve_device(requested: str) -> torch.device:
-    """``cpu`` / ``cuda`` (this process's ``LOCAL_RANK`` GPU) / ``cuda:N`` / ``auto`` -> the device.
+    """``cpu`` / ``cuda`` (this process's ``LOCAL_RANK`` GPU) / ``cuda:N`` / ``auto`` -> the device, bound as
+    the trainer's device (:func:`graphstore.client.device.bind_device`).
 
     Args:
         requested: the ``device`` setting.
@@ -42,19 +44,10 @@ def resolve_device(requested: str) -> torch.device:
         The device (a CUDA one is also made the process's current device).
 
     Raises:
-        RuntimeError: CUDA requested but not available.
+        RuntimeError: CUDA requested but not available, or ``LOCAL_RANK`` at or above the number of
+            visible GPUs (each GPU trainer gets a GPU of its own; none wraps around onto another's).
     """
-    if requested == "auto":
-        requested = "cuda" if torch.cuda.is_available() else "cpu"
-    if requested == "cpu":
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise RuntimeError(f"device {requested!r} requested but CUDA is not available")
-    if requested == "cuda":
-        requested = f"cuda:{int(os.environ.get('LOCAL_RANK', '0')) % torch.cuda.device_count()}"
-    device = torch.device(requested)
-    torch.cuda.set_device(device)
-    return device
+    return devices.bind_device(requested)
 
 
 def set_threads(requested: int | None) -> int:

@@ -79,6 +79,9 @@ def format_stats(stats: dict) -> str:
             lines.append(f"  {ntype:>16} " + " ".join(f"{c:>12,}" for c in counts))
     if stats.get("timings"):
         lines.append("steps: " + ", ".join(f"{k} {v:.1f}s" for k, v in stats["timings"].items()))
+    if stats.get("phase_peak_rss_bytes"):
+        peaks = stats["phase_peak_rss_bytes"].items()
+        lines.append("peak RSS per step: " + ", ".join(f"{k} {v / 2**30:.2f} GiB" for k, v in peaks))
     lines.append(f"config: {stats['config_path']}")
     return "\n".join(lines)
 

@@ -114,6 +114,24 @@ def record_and_backward(emb, ids: np.ndarray, grads: np.ndarray, device=None) ->
     (rows.float() * coeff).sum().backward()
 
 
+def fp16_rounded(grads: np.ndarray) -> np.ndarray:
+    """The gradient a row gets through its float16 autocast view (what a dense reference is fed)."""
+    return grads.astype(np.float16).astype(np.float32)
+
+
+def scaled_backward(scaler, emb, calls, device=None) -> None:
+    """Read each call's rows (onto ``device``) under fp16 autocast and backpropagate the scaled
+    ``sum(rows * grads)``; with a power-of-two scale the unscaled gradients are ``fp16_rounded(grads)``."""
+    device = torch.device("cpu") if device is None else torch.device(device)
+    loss = torch.zeros((), device=device)
+    with torch.autocast(device.type, dtype=torch.float16):
+        for ids, grads in calls:
+            rows = emb(torch.from_numpy(ids), device=device)
+            assert rows.dtype == torch.float16
+            loss = loss + (rows.float() * torch.from_numpy(grads).to(device)).sum()
+    scaler.scale(loss).backward()
+
+
 def _trainer_entry(target, rank, world_size, init_file, args, results, backend):
     os.environ["RANK"] = str(rank)
     os.environ["WORLD_SIZE"] = str(world_size)
@@ -128,11 +146,18 @@ def _trainer_entry(target, rank, world_size, init_file, args, results, backend):
         )
         try:
             value = target(rank, world_size, *args)
-        finally:
+        except BaseException:
             torch.distributed.destroy_process_group()
-        results.put((rank, "ok", value))
+            raise
     except BaseException:  # noqa: BLE001 - reported to the parent
         results.put((rank, "error", traceback.format_exc()))
+        return
+    # The result goes out before the group's teardown: torch 2.2's FileStore can hang in
+    # destroy_process_group (about one run in five with 3 ranks); run_trainers then kills the process.
+    results.put((rank, "ok", value))
+    results.close()
+    results.join_thread()  # flushed to the parent before anything can hang
+    torch.distributed.destroy_process_group()
 
 
 def run_trainers(
@@ -236,11 +261,12 @@ def read_checkpoint(path: str, name: str, orig_nid: np.ndarray, graph_name: str 
     return restore_tensor(root, read_meta(root, name, graph_name), np.asarray(orig_nid))
 
 
-def train_embeddings(rank, world_size, *, names, init, orig_nid, steps, seed, dim, lr=0.1):
+def train_embeddings(rank, world_size, *, names, init, orig_nid, steps, seed, dim, lr=0.1, device=None):
     """Create or attach the embeddings ``names[kind]`` and run ``steps`` (a range) of the workload.
 
     Rank 0 creates each embedding and writes ``init`` (original-ID order) into it; the others attach
-    after a barrier. The workload's ids are original IDs, mapped to this partitioning's IDs.
+    after a barrier. The workload's ids are original IDs, mapped to this partitioning's IDs. The rows
+    are read onto ``device`` (None: the CPU), where their gradients are computed.
 
     Returns:
         ``(embs, opts)`` by kind.
@@ -262,18 +288,18 @@ def train_embeddings(rank, world_size, *, names, init, orig_nid, steps, seed, di
         for kind, name in names.items():
             embs[kind] = DistEmbedding(num_rows, dim, name=name)
     opts = {kind: make_optimizer(kind, [emb], lr) for kind, emb in embs.items()}
-    run_steps(rank, world_size, embs, opts, new_of_orig, steps, seed, dim)
+    run_steps(rank, world_size, embs, opts, new_of_orig, steps, seed, dim, device)
     return embs, opts
 
 
-def run_steps(rank, world_size, embs, opts, new_of_orig, steps, seed, dim) -> None:
+def run_steps(rank, world_size, embs, opts, new_of_orig, steps, seed, dim, device=None) -> None:
     """Each step: this rank's share of the workload through every embedding, then every optimizer's step."""
     num_rows = len(new_of_orig)
     for step in steps:
         mine = calls_of_rank(step_workload(seed, step, num_rows, dim), rank, world_size)
         for kind, emb in embs.items():
             for ids, grads in mine:
-                record_and_backward(emb, new_of_orig[ids], grads)
+                record_and_backward(emb, new_of_orig[ids], grads, device=device)
             opts[kind].step()
 
 

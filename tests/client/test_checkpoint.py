@@ -32,7 +32,6 @@ from tests.client.optim_helpers import (
     run_steps,
     run_trainers,
     step_workload,
-    stop_forkserver,
     train_embeddings,
 )
 from tests.utils.graphs import make_partitioned_graph
@@ -42,12 +41,6 @@ NUM_NODES = 300
 SEED = 29
 FIRST_STEPS = range(0, 5)
 LATER_STEPS = range(5, 9)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _end_forkserver():
-    yield
-    stop_forkserver()
 
 
 def _rows(emb):

@@ -17,14 +17,7 @@ import torch.distributed as dist
 from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
 from graphstore.client.optim.exchange import exchange_rows, exchange_sizes, pack_rows, unpack_rows
 from graphstore.client.optim.ownership import owner_of, trainer_assignment
-from tests.client.optim_helpers import run_trainers, stop_forkserver
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _end_forkserver():
-    yield
-    stop_forkserver()
-
+from tests.client.optim_helpers import run_trainers
 
 # ----- pure functions ---------------------------------------------------------------------------
 
@@ -167,15 +160,8 @@ from graphstore.client.dist_embedding import DistEmbedding  # noqa: E402
 from graphstore.client.dist_graph import DistGraph  # noqa: E402
 from graphstore.client.optim import SparseAdagrad, SparseAdam  # noqa: E402
 from tests.client.optim_helpers import KINDS, DenseReference, record_and_backward, step_workload  # noqa: E402
-from tests.utils.graphs import make_partitioned_graph  # noqa: E402
 
 DIM = 8
-
-
-@pytest.fixture(scope="module")
-def small_graph(tmp_path_factory):
-    config, graph = make_partitioned_graph(tmp_path_factory.mktemp("optim-graph"), num_nodes=300, num_parts=2)
-    return config, graph
 
 
 @pytest.fixture
@@ -332,7 +318,6 @@ def test_autocast_reads_low_precision_and_updates_with_float32_grads(standalone,
 
 # ----- 1, 2 and 4 trainer processes (gloo) against 2 real servers ------------------------------
 
-from graphstore.launcher.local_servers import start_servers  # noqa: E402
 from tests.client.optim_helpers import (  # noqa: E402
     cluster_config,
     initial_rows,
@@ -343,13 +328,6 @@ from tests.client.optim_helpers import (  # noqa: E402
 
 NUM_STEPS = 8
 SEED = 17
-
-
-@pytest.fixture(scope="module")
-def two_servers(small_graph, tmp_path_factory):
-    group = start_servers(small_graph[0], 2, log_dir=tmp_path_factory.mktemp("optim-servers"))
-    yield group
-    group.stop()
 
 
 def _distributed_worker(rank, world_size, cluster, prefix, orig_nid, ckpt_dir):

@@ -1,10 +1,13 @@
 """The sparse optimizers' CUDA path: a 1-rank NCCL group with the gradients on the GPU gives the same
-embeddings as the same steps under a 1-rank gloo group on the CPU (and as the dense reference).
+embeddings as the same steps under a 1-rank gloo group on the CPU (and as the dense reference), and
+fp16 autocast with a CUDA GradScaler unscales the gradients and skips a step with an inf.
 
 Skipped cleanly where no CUDA device (or no NCCL) is present.
 """
 
 from __future__ import annotations
+
+import threading
 
 import numpy as np
 import pytest
@@ -13,12 +16,14 @@ import torch.distributed as dist
 
 from tests.client.optim_helpers import (
     KINDS,
+    fp16_rounded,
     make_optimizer,
+    make_reference,
     record_and_backward,
     reference_run,
     run_trainers,
+    scaled_backward,
     step_workload,
-    stop_forkserver,
 )
 from tests.utils.graphs import make_partitioned_graph
 
@@ -34,20 +39,14 @@ SEED = 3
 STEPS = range(6)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _end_forkserver():
-    yield
-    stop_forkserver()
-
-
 def _worker(rank, world_size, part_config, use_cuda):
     from graphstore.client.api import exit_client
+    from graphstore.client.device import bind_device
     from graphstore.client.dist_embedding import DistEmbedding
     from graphstore.client.dist_graph import DistGraph
 
-    if use_cuda:
-        torch.cuda.set_device(0)
-    device = torch.device("cuda", 0) if use_cuda else None
+    # The trainer's device, never the thread's current one: the step runs in a fresh thread below.
+    device = bind_device("cuda:0") if use_cuda else None
     g = DistGraph("testgraph", part_config=part_config)  # standalone: partitions in-process
     try:
         n = g.num_nodes()
@@ -62,11 +61,27 @@ def _worker(rank, world_size, part_config, use_cuda):
                     record_and_backward(emb, ids, grads, device=device)
                 if use_cuda:
                     assert all(rows.grad.is_cuda for _, rows in emb.trace)
-                opt.step()
+                _in_fresh_thread(opt.step)
             out[kind] = emb.weight[torch.arange(n)].numpy()
         return out
     finally:
         exit_client()
+
+
+def _in_fresh_thread(fn):
+    errors = []
+    thread = threading.Thread(target=lambda: _record_error(fn, errors))
+    thread.start()
+    thread.join()
+    if errors:
+        raise errors[0]
+
+
+def _record_error(fn, errors):
+    try:
+        fn()
+    except BaseException as exc:  # noqa: BLE001 - re-raised by the caller's thread
+        errors.append(exc)
 
 
 def test_nccl_on_gpu_matches_gloo_on_cpu(tmp_path):
@@ -79,3 +94,57 @@ def test_nccl_on_gpu_matches_gloo_on_cpu(tmp_path):
     for kind in KINDS:
         np.testing.assert_allclose(gpu[kind], cpu[kind], rtol=1e-5, atol=1e-5, err_msg=kind)
         np.testing.assert_allclose(cpu[kind], refs[kind].weight.numpy(), rtol=1e-5, atol=1e-5, err_msg=kind)
+
+
+INF_STEP = 1
+
+
+def _amp_worker(rank, world_size, part_config):
+    from graphstore.client.api import exit_client
+    from graphstore.client.device import bind_device
+    from graphstore.client.dist_embedding import DistEmbedding
+    from graphstore.client.dist_graph import DistGraph
+
+    device = bind_device("cuda")  # cuda:LOCAL_RANK, LOCAL_RANK unset: cuda:0
+    g = DistGraph("testgraph", part_config=part_config)
+    try:
+        n = g.num_nodes()
+        emb = DistEmbedding(n, DIM, name="cuda_amp")
+        emb.weight[torch.arange(n)] = torch.from_numpy(
+            np.random.default_rng([SEED, 123]).standard_normal((n, DIM)).astype(np.float32)
+        )
+        opt = make_optimizer("adagrad", [emb])
+        scaler = (
+            torch.amp.GradScaler("cuda", init_scale=2.0**10)
+            if hasattr(torch.amp, "GradScaler")
+            else torch.cuda.amp.GradScaler(init_scale=2.0**10)
+        )
+        out = {}
+        for step in range(3):
+            calls = [(ids, grads.copy()) for ids, grads in step_workload(SEED, step, n, DIM)]
+            if step == INF_STEP:
+                calls[-1][1][0, 0] = np.inf
+                out["before_inf"] = emb.weight[torch.arange(n)].numpy()
+            scaled_backward(scaler, emb, calls, device=device)
+            assert all(rows.grad.device == device for _, rows in emb.trace)
+            scaler.step(opt)
+            scaler.update()
+            if step == INF_STEP:
+                out["after_inf"] = emb.weight[torch.arange(n)].numpy()
+        out["rows"] = emb.weight[torch.arange(n)].numpy()
+        out["skipped"] = opt.timings.steps_skipped
+        return out
+    finally:
+        exit_client()
+
+
+def test_amp_sparse_fp16_on_gpu_unscales_and_skips_an_inf_step(tmp_path):
+    config, _ = make_partitioned_graph(tmp_path / "g", num_nodes=300, num_parts=2)
+    (out,) = run_trainers(_amp_worker, 1, (config,), str(tmp_path), backend="nccl", timeout_s=180)
+    np.testing.assert_array_equal(out["after_inf"], out["before_inf"])
+    assert out["skipped"] == 1
+    init = np.random.default_rng([SEED, 123]).standard_normal((300, DIM)).astype(np.float32)
+    ref = make_reference("adagrad", init)
+    for step in (0, 2):
+        ref.step([(ids, fp16_rounded(grads)) for ids, grads in step_workload(SEED, step, 300, DIM)])
+    np.testing.assert_allclose(out["rows"], ref.weight.numpy(), rtol=1e-5, atol=1e-5)

@@ -121,15 +121,16 @@ def example_command(script: str, *args: str) -> list[str]:
     return [sys.executable, str(EXAMPLES / script), *args]
 
 
-def run_standalone(script: str, *args: str, timeout_s: float = 240.0) -> str:
-    """Run an example in standalone mode (no servers, no cluster variables); returns its output."""
+def run_standalone(script: str, *args: str, timeout_s: float = 240.0, env: dict | None = None) -> str:
+    """Run an example in standalone mode (no servers, no cluster variables but those in ``env``);
+    returns its output."""
     proc = subprocess.run(
         example_command(script, *args),
         capture_output=True,
         text=True,
         timeout=timeout_s,
         cwd=str(REPO),
-        env=clean_env(),
+        env={**clean_env(), **(env or {})},
         stdin=subprocess.DEVNULL,
     )
     output = proc.stdout + proc.stderr
@@ -150,6 +151,27 @@ def assert_same_first_epoch(standalone_json: Path, distributed_json: Path) -> tu
     assert len(losses_a) > 1
     assert losses_a == losses_b
     return standalone, distributed
+
+
+def short_run_args(part_config: str, metrics_json: Path) -> list[str]:
+    """The flags of a short example run on the e2e graph: 2 epochs of small batches, figures written to
+    ``metrics_json``, no model file."""
+    return [
+        "--graph-name",
+        GRAPH_NAME,
+        "--part-config",
+        part_config,
+        "--epochs",
+        "2",
+        "--batch-size",
+        "256",
+        "--fanouts",
+        "5,5",
+        "--metrics-json",
+        str(metrics_json),
+        "--save-model",
+        "",
+    ]
 
 
 def last_line(output: str) -> str:

@@ -17,6 +17,7 @@ from tests.e2e.conftest import (
     example_command,
     last_line,
     run_standalone,
+    short_run_args,
 )
 
 CHANCE = 1.0 / NUM_CLASSES
@@ -158,23 +159,7 @@ def test_dgl_style_script_runs_under_launch_with_compat_imports(e2e_graph, launc
 
 def test_embedding_example_standalone_learns(e2e_graph, tmp_path):
     metrics = tmp_path / "emb.json"
-    output = run_standalone(
-        "train_embedding.py",
-        "--graph-name",
-        GRAPH_NAME,
-        "--part-config",
-        e2e_graph,
-        "--epochs",
-        "2",
-        "--batch-size",
-        "256",
-        "--fanouts",
-        "5,5",
-        "--metrics-json",
-        str(metrics),
-        "--save-model",
-        "",
-    )
+    output = run_standalone("train_embedding.py", *short_run_args(e2e_graph, metrics))
     assert TEST_ACCURACY_LINE.search(last_line(output)), output
     results = json.loads(metrics.read_text())
     assert results["embedding_rows_changed"] > 0

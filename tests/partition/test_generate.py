@@ -55,8 +55,8 @@ def _accuracy(x, y, train, test, epochs=150):
     return (model(x[test]).argmax(1) == y[test]).float().mean().item()
 
 
-def test_gnn_beats_features_only_model():
-    cfg = GeneratorConfig(num_nodes=4000, avg_degree=10, feat_dim=32, num_classes=8, seed=1)
+def _mlp_and_gnn_accuracy(cfg: GeneratorConfig) -> tuple[float, float]:
+    """Test accuracy of a linear model on the features, and on features plus in-neighbor means."""
     g = generate_graph(cfg)
     feat = g["feat"]
     # one round of mean aggregation over in-neighbors (an SGC / GraphSAGE-mean layer)
@@ -65,9 +65,38 @@ def test_gnn_beats_features_only_model():
     agg /= np.maximum(np.bincount(g["dst"], minlength=cfg.num_nodes), 1)[:, None]
     mlp = _accuracy(feat, g["label"], g["train_mask"], g["test_mask"])
     gnn = _accuracy(np.concatenate([feat, agg], axis=1), g["label"], g["train_mask"], g["test_mask"])
+    return mlp, gnn
+
+
+def test_gnn_beats_features_only_model():
+    # without label noise: the neighbors reveal what the features only hint at
+    cfg = GeneratorConfig(num_nodes=4000, avg_degree=10, feat_dim=32, num_classes=8, seed=1, label_noise=0.0)
+    mlp, gnn = _mlp_and_gnn_accuracy(cfg)
     # measured: MLP ~0.55, GNN ~0.88; chance is 0.125
     assert 0.3 < mlp < 0.8
     assert gnn > mlp + 0.15
+
+
+def test_default_label_noise_keeps_a_dense_graph_from_being_solved():
+    # 40 in-edges per node: without noise the neighbor mean gives the label away
+    dense = {"num_nodes": 6000, "avg_degree": 40, "feat_dim": 32, "num_classes": 8, "seed": 1}
+    easy_mlp, easy_gnn = _mlp_and_gnn_accuracy(GeneratorConfig(**dense, label_noise=0.0))
+    mlp, gnn = _mlp_and_gnn_accuracy(GeneratorConfig(**dense))
+    # measured: 0.64 / 0.985 without noise, 0.58 / 0.78 with the default 0.1 (ceiling 1 - 0.1 * 7/8)
+    assert easy_gnn > 0.95
+    assert gnn < 0.9 and mlp < 0.7
+    assert gnn > mlp + 0.15
+
+
+def test_label_noise_changes_labels_only():
+    base = {"num_nodes": 20000, "avg_degree": 5, "feat_dim": 4, "num_classes": 10, "seed": 5}
+    clean = generate_graph(GeneratorConfig(**base, label_noise=0.0))
+    noisy = generate_graph(GeneratorConfig(**base, label_noise=0.3))
+    for name in ("src", "dst", "feat", "community", "train_mask", "test_mask"):
+        np.testing.assert_array_equal(clean[name], noisy[name])
+    np.testing.assert_array_equal(clean["label"], clean["community"] % 10)
+    changed = (noisy["label"] != clean["label"]).mean()
+    assert abs(changed - 0.3 * 0.9) < 0.02  # a redrawn label keeps its class one time in ten
 
 
 def test_written_npz_equals_in_memory_graph(tmp_path, monkeypatch):
@@ -98,6 +127,7 @@ def test_written_npz_equals_in_memory_graph(tmp_path, monkeypatch):
         ({"num_nodes": 1}, "num_nodes must be >= 2"),
         ({"avg_degree": -1}, "avg_degree"),
         ({"homophily": 1.5}, "homophily"),
+        ({"label_noise": -0.1}, "label_noise"),
         ({"power_law_exponent": 1.5}, "power_law_exponent"),
         ({"train_frac": 0.8, "val_frac": 0.5}, "train_frac=0.8"),
         ({"num_classes": 0}, "num_classes"),

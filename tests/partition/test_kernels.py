@@ -16,12 +16,12 @@ from tests.utils.graphs import load_cora
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(1, 30), data=st.data())
-def test_symmetrize_is_the_simple_undirected_graph(n, data):
+@given(n=st.integers(1, 30), chunk=st.sampled_from([1, 3, 7, 1 << 20]), data=st.data())
+def test_symmetrize_is_the_simple_undirected_graph(n, chunk, data):
     edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=80))
     src = np.array([e[0] for e in edges], dtype=np.int64)
     dst = np.array([e[1] for e in edges], dtype=np.int64)
-    csr = symmetrize(src, dst, n)
+    csr = symmetrize(src, dst, n, chunk=chunk)  # streamed in chunks of any size: the same graph
     expected = sorted({(a, b) for a, b in edges if a != b} | {(b, a) for a, b in edges if a != b})
     rows = np.repeat(np.arange(n), np.diff(csr.indptr))
     assert list(zip(rows.tolist(), csr.indices.tolist(), strict=True)) == expected
