@@ -1,7 +1,9 @@
-"""What every benchmark does with its figures: print them as JSON, and save the same text with ``--out``."""
+"""What the benchmarks share: their command line from a table of options, the servers of a local cluster
+as cluster-config entries, and their figures printed as JSON (and saved with ``--out``)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -20,3 +22,25 @@ def emit_report(report: dict, out: str | None, indent: int = 2) -> None:
         path = Path(out)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text + "\n")
+
+
+def parse_options(doc: str, options: list[tuple], argv=None) -> argparse.Namespace:
+    """Parse a benchmark's command line.
+
+    Args:
+        doc: the benchmark's docstring (its ``--help`` text).
+        options: ``(flag, type, default, help)`` of every option, in ``--help`` order.
+        argv: the arguments (default: ``sys.argv[1:]``).
+    """
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for flag, kind, default, help_text in options:
+        parser.add_argument(flag, type=kind, default=default, help=help_text)
+    return parser.parse_args(argv)
+
+
+def server_entries(addresses: list[str]) -> list[dict]:
+    """The ``servers`` of a cluster config for servers at ``host:port`` addresses, in partition order."""
+    return [
+        {"host": a.rsplit(":", 1)[0], "port": int(a.rsplit(":", 1)[1]), "part_id": part_id}
+        for part_id, a in enumerate(addresses)
+    ]

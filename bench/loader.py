@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report
+from common import emit_report, parse_options, server_entries
 
 from graphstore.launcher.local_servers import start_servers
 
@@ -79,12 +79,7 @@ OPTIONS = [
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    for flag, kind, default, help_text in OPTIONS:
-        parser.add_argument(flag, type=kind, default=default, help=help_text)
-    return parser.parse_args(argv)
+    return parse_options(__doc__, OPTIONS, argv)
 
 
 # ----- graph files and servers -------------------------------------------------------------------------
@@ -297,10 +292,7 @@ def bench_graph(label: str, npz: str, args) -> dict:
     prepare_s = time.perf_counter() - start
     with start_servers(config, 2, log_dir=workdir / "logs" / label, timeout=120) as servers:
         cluster = {
-            "servers": [
-                {"host": a.rsplit(":", 1)[0], "port": int(a.rsplit(":", 1)[1]), "part_id": p}
-                for p, a in enumerate(servers.addresses)
-            ],
+            "servers": server_entries(servers.addresses),
             "part_config": config,
             "local_read": "on",
             "local_part_id": 0,

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report
+from common import emit_report, server_entries
 
 DGL_STEPS_PER_S = (30.0, 37.0)
 PHASES = ("gather", "exchange", "merge", "push", "sync")
@@ -244,10 +244,7 @@ def bench_graph(label: str, graph: Path, args, kinds: list[str], trainer_counts:
     workdir = Path(args.workdir)
     out = []
     with start_servers(config, args.parts, log_dir=workdir / f"logs-{label}", timeout=300) as group:
-        servers = [
-            {"host": a.rsplit(":", 1)[0], "port": int(a.rsplit(":", 1)[1]), "part_id": i}
-            for i, a in enumerate(group.addresses)
-        ]
+        servers = server_entries(group.addresses)
         cluster = {
             "graph_name": f"bench{label}",
             "part_config": config,

@@ -5,17 +5,25 @@ Names follow DGL's ``dgl.distributed`` so that a ported script changes only its 
 
 from graphstore.client import checkpoint, device, optim
 from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
-from graphstore.client.block import Block, SampledSubgraph, to_block
+from graphstore.client.block import Block, to_block
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import get_context
 from graphstore.client.dataloader import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
+from graphstore.client.frontier import SampledSubgraph
+from graphstore.client.hetero_embedding import DistHeteroEmbedding
+from graphstore.client.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
 from graphstore.client.nn_graph_conv import GraphConv
 from graphstore.client.optim import SparseAdagrad, SparseAdam
-from graphstore.client.samplers import MultiLayerFullNeighborSampler, NeighborSampler
+from graphstore.client.rel_graph_conv import RelGraphConv, TypedLinear
+from graphstore.client.samplers import (
+    MultiLayerFullNeighborSampler,
+    MultiLayerNeighborSampler,
+    NeighborSampler,
+)
 from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
 from graphstore.client.split import edge_split, node_split
 from graphstore.config import ClusterConfig, load_cluster_config
@@ -28,12 +36,16 @@ __all__ = [
     "GATConv",
     "GraphConv",
     "GraphSAGE",
+    "HeteroGraphConv",
     "MultiLayerFullNeighborSampler",
+    "MultiLayerNeighborSampler",
     "NeighborSampler",
+    "RelGraphConv",
     "SAGEConv",
     "SampledSubgraph",
     "SparseAdagrad",
     "SparseAdam",
+    "TypedLinear",
     "checkpoint",
     "device",
     "find_edges",
@@ -45,6 +57,7 @@ __all__ = [
     "NID",
     "ClusterConfig",
     "DistEmbedding",
+    "DistHeteroEmbedding",
     "DistGraph",
     "DistTensor",
     "edge_split",

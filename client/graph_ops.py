@@ -1,12 +1,14 @@
 """Message passing on one relation: ``local_scope``, ``apply_edges`` and ``update_all`` for blocks and
 pair graphs, with the built-ins of :mod:`graphstore.function` or user-defined edge functions.
 
-:class:`GraphOps` is a mixin. A class that uses it names the attributes holding its data frames
-(``_frame_attrs``, e.g. ``("srcdata", "dstdata", "edata")``) and describes its one relation in
-:meth:`GraphOps._relation`: local source and destination IDs of the edges, the node counts of both
-sides, and the three frames (dicts of tensors) the operands are read from and results written to.
-:class:`~graphstore.client.block.Block` and :class:`~graphstore.client.dataloader.PairGraph` use it;
-a typed graph runs it per relation.
+:class:`GraphOps` is a mixin. A class that uses it names the attributes holding its frame tables
+(``_frame_attrs``, e.g. ``("_src_frames", "_dst_frames", "_edge_frames")``: each maps a node or edge
+type to that type's frame, a dict of tensors), re-derives its data views from them in
+:meth:`GraphOps._derive_views`, and describes each relation in :meth:`GraphOps._relation`: local source
+and destination IDs of the edges, the node counts of both sides, and the three frames the operands are
+read from and results written to. :class:`~graphstore.client.block.Block` and
+:class:`~graphstore.client.dataloader.PairGraph` use it; a typed graph runs it per relation: ``etype``
+picks the relation (on a graph with one relation, homogeneous or ``block[etype]``, it may be left out).
 
 Semantics follow DGL: ``apply_edges(fn.u_dot_v('h', 'h', 'score'))`` writes ``edata['score']``;
 ``update_all(fn.copy_u('h', 'm'), fn.mean('m', 'h_neigh'))`` writes the destination nodes'
@@ -23,11 +25,9 @@ from typing import NamedTuple
 import torch
 
 from graphstore import function as fn
-from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE
 
 # DGL's name for "every edge" (``dgl.base.ALL``).
 ALL = "__ALL__"
-_DEFAULT_ETYPES = (None, DEFAULT_ETYPE, DEFAULT_CANONICAL_ETYPE)
 
 
 class Relation(NamedTuple):
@@ -102,12 +102,31 @@ class NodeBatch:
 
 
 class GraphOps:
-    """``local_scope``, ``apply_edges`` and ``update_all`` over the relation :meth:`_relation` describes."""
+    """``local_scope``, ``apply_edges`` and ``update_all`` over the relations :meth:`_relation` describes.
+
+    The class also has ``to_canonical_etype(etype)`` (None: the only relation; KeyError otherwise).
+    """
 
     _frame_attrs: tuple[str, ...] = ()
 
-    def _relation(self) -> Relation:
+    def _relation(self, canonical) -> Relation:
+        """The relation of one canonical edge type."""
         raise NotImplementedError
+
+    def _derive_views(self) -> None:
+        """Re-derive the data views (``srcdata``, ``edata``, ...) after the frames were replaced."""
+
+    def _relation_for(self, etype) -> Relation:
+        """The relation ``etype`` names (None: the graph's only one).
+
+        Raises:
+            ValueError: an unknown or ambiguous edge type, or None on a graph with several.
+        """
+        try:
+            canonical = self.to_canonical_etype(etype)
+        except KeyError as err:
+            raise ValueError(f"etype={etype!r}: {err.args[0]}") from None
+        return self._relation(canonical)
 
     @contextlib.contextmanager
     def local_scope(self) -> Iterator[None]:
@@ -116,14 +135,19 @@ class GraphOps:
         Tensors stored before the scope stay shared, so an in-place change of one (``h += 1``) is
         kept; setting, replacing or deleting a name is not.
         """
-        saved = {name: getattr(self, name) for name in self._frame_attrs}
-        for name, frame in saved.items():
-            setattr(self, name, dict(frame))
+        tables = [getattr(self, name) for name in self._frame_attrs]
+        saved = [dict(table) for table in tables]
+        for table in tables:
+            for key, frame in table.items():
+                table[key] = dict(frame)
+        self._derive_views()
         try:
             yield
         finally:
-            for name, frame in saved.items():
-                setattr(self, name, frame)
+            for table, frames in zip(tables, saved, strict=True):
+                table.clear()
+                table.update(frames)
+            self._derive_views()
 
     def apply_edges(self, func, edges=ALL, etype=None) -> None:
         """Compute one value per edge into the edge data.
@@ -132,17 +156,18 @@ class GraphOps:
             func: a message built-in (``fn.u_dot_v('h', 'h', 'score')``), or a callable taking an
                 :class:`EdgeBatch` and returning ``{name: [E, ...] tensor}``.
             edges: every edge (DGL's ``ALL``, the default); a subset is not supported.
-            etype: None or the relation's own type.
+            etype: the relation (a canonical triple, ``"src:etype:dst"`` or an unambiguous name); None
+                on a graph with one.
 
         Raises:
             NotImplementedError: ``edges`` other than ALL.
+            ValueError: an unknown edge type, or none named on a graph with several.
             KeyError: an operand field missing from its frame (the message names the frame).
             TypeError: ``func`` neither a message built-in nor callable, or a callable not returning a
                 dict of tensors.
         """
         _check_all_edges(edges)
-        _check_etype(etype)
-        relation = self._relation()
+        relation = self._relation_for(etype)
         relation.edge_frame.update(_messages(func, relation, "apply_edges"))
 
     def update_all(
@@ -156,19 +181,19 @@ class GraphOps:
             reduce_func: a reduce built-in (``fn.sum``, ``fn.mean``, ``fn.max``, ``fn.min``).
             apply_node_func: optional callable taking a :class:`NodeBatch` of the destination nodes
                 and returning ``{name: tensor}`` to store on them.
-            etype: None or the relation's own type.
+            etype: the relation (see :meth:`apply_edges`).
 
         Raises:
+            ValueError: an unknown edge type, or none named on a graph with several.
             TypeError: ``reduce_func`` not a reduce built-in (user-defined reducers are not supported).
             KeyError: the reducer's message field is not one the message function produced.
         """
-        _check_etype(etype)
         if not isinstance(reduce_func, fn.ReduceFunction):
             raise TypeError(
                 "update_all(reduce_func=...) takes a reduce built-in of graphstore.function (sum, mean, "
                 f"max, min); got {reduce_func!r} (user-defined reduce functions are not supported)"
             )
-        relation = self._relation()
+        relation = self._relation_for(etype)
         messages = _messages(message_func, relation, "update_all")
         if reduce_func.msg_field not in messages:
             raise KeyError(
@@ -187,14 +212,6 @@ def _check_all_edges(edges) -> None:
     if not (isinstance(edges, str) and edges == ALL):
         raise NotImplementedError(
             f"apply_edges(edges={edges!r}): only every edge (ALL, the default) is supported"
-        )
-
-
-def _check_etype(etype) -> None:
-    if not any(etype == default for default in _DEFAULT_ETYPES):
-        raise ValueError(
-            f"etype={etype!r}: this graph has one relation; pass etype=None (or index a typed block "
-            "by its canonical edge type first)"
         )
 
 

@@ -9,7 +9,7 @@ neighbors of each of those.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -24,13 +24,19 @@ class NeighborSampler:
     """Sample a multi-layer message-flow graph (one :class:`Block` per layer) around seed nodes.
 
     Args:
-        fanouts: neighbors per node for each layer, input layer first; -1 takes every neighbor.
-        edge_dir: ``'in'`` (messages flow along in-edges, the usual case) or ``'out'``.
-        prob: name of an edge feature holding non-negative sampling weights.
+        fanouts: neighbors per node for each layer, input layer first; -1 takes every neighbor. A
+            layer's fanout is an int (for every edge type) or ``{etype: int}`` naming every edge type
+            (0 skips a type).
+        edge_dir: ``'in'`` (messages flow along in-edges, the usual case) or ``'out'`` (graphs with one
+            node type).
+        prob: edge weights (a feature name, or ``{etype: name}``; see
+            :func:`~graphstore.client.sampling.sample_neighbors`).
         replace: sample with replacement.
         output_device: device the blocks are moved to (default: stay on CPU).
         seed: makes every sample a function of ``seed`` and the batch's seed nodes (same blocks in
             standalone and distributed mode, whichever loader thread draws them); None: fresh randomness.
+        prefetch_node_feats: node data the loaders pull into ``blocks[0].srcdata`` when they are not
+            told otherwise: names (for every node type that has them) or ``{ntype: [names]}``.
 
     Raises:
         ValueError: an empty ``fanouts``, a fanout below -1, or a bad ``edge_dir``.
@@ -38,32 +44,41 @@ class NeighborSampler:
 
     def __init__(
         self,
-        fanouts: Sequence[int],
+        fanouts: Sequence[int | Mapping],
         edge_dir: str = "in",
-        prob: str | None = None,
+        prob=None,
         replace: bool = False,
         output_device=None,
         seed: int | None = None,
+        prefetch_node_feats: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     ):
-        fanouts = [int(f) for f in fanouts]
+        fanouts = [dict(f) if isinstance(f, Mapping) else f for f in fanouts]
         if not fanouts:
             raise ValueError("fanouts must name at least one layer, got []")
-        if any(f < -1 for f in fanouts):
-            raise ValueError(f"every fanout must be -1 or >= 0, got {fanouts}")
+        for layer in fanouts:
+            for value in layer.values() if isinstance(layer, Mapping) else [layer]:
+                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < -1:
+                    raise ValueError(f"every fanout must be -1 or an integer >= 0, got {fanouts}")
         if edge_dir not in EDGE_DIRS:
             raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-        self.fanouts = fanouts
+        self.fanouts = [f if isinstance(f, Mapping) else int(f) for f in fanouts]
         self.edge_dir = edge_dir
         self.prob = prob
         self.replace = replace
         self.output_device = output_device
         self.seed = seed
+        self.prefetch_node_feats = prefetch_node_feats
 
-    def _layer_seeds(self, output_nodes: torch.Tensor) -> list[int | None]:
+    def _layer_seeds(self, output_nodes) -> list[int | None]:
         """The random seed of each layer's sampling call (output layer first), or None each."""
         if self.seed is None:
             return [None] * len(self.fanouts)
-        batch_key = zlib.crc32(output_nodes.numpy().tobytes())
+        if isinstance(output_nodes, Mapping):
+            batch_key = 0
+            for ntype, ids in output_nodes.items():
+                batch_key = zlib.crc32(ids.numpy().tobytes(), zlib.crc32(ntype.encode(), batch_key))
+        else:
+            batch_key = zlib.crc32(output_nodes.numpy().tobytes())
         states = np.random.SeedSequence([int(self.seed), batch_key]).generate_state(
             len(self.fanouts), np.uint64
         )
@@ -74,25 +89,34 @@ class NeighborSampler:
         """Number of blocks each sample has."""
         return len(self.fanouts)
 
-    def sample_blocks(
-        self, g, seed_nodes, exclude_eids=None
-    ) -> tuple[torch.Tensor, torch.Tensor, list[Block]]:
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
         """Sample the blocks of one mini-batch.
 
         Args:
             g: the DistGraph.
-            seed_nodes: the output nodes (unique global IDs).
-            exclude_eids: global edge IDs never to sample (e.g. the batch's own edges in link
-                prediction).
+            seed_nodes: the output nodes (unique IDs): a tensor, or ``{ntype: IDs}`` on a typed graph.
+            exclude_eids: edges never to sample (e.g. the batch's own edges in link prediction): IDs, or
+                ``{etype: IDs}`` on a typed graph; left out before drawing.
 
         Returns:
-            ``(input_nodes, output_nodes, blocks)``: global IDs of the first block's source nodes and
-            the last block's destination nodes, and the blocks, input layer first.
+            ``(input_nodes, output_nodes, blocks)``: the first block's source nodes and the last block's
+            destination nodes (``{ntype: IDs}`` for dict seeds, every node type in ``input_nodes``),
+            and the blocks, input layer first.
 
         Raises:
-            ValueError: repeated seed nodes.
+            ValueError: repeated seed nodes, or ``edge_dir='out'`` on a graph with several node types.
         """
-        output_nodes = torch.from_numpy(as_id_array(seed_nodes, "seed_nodes").copy())
+        typed = isinstance(seed_nodes, Mapping)
+        if typed:
+            output_nodes = {
+                t: torch.from_numpy(as_id_array(ids, "seed_nodes").copy()) for t, ids in seed_nodes.items()
+            }
+        else:
+            output_nodes = torch.from_numpy(as_id_array(seed_nodes, "seed_nodes").copy())
+        if self.edge_dir == "out" and len(g.ntypes) > 1:
+            raise ValueError(
+                f"edge_dir='out' builds blocks on graphs with one node type; this graph has {g.ntypes}"
+            )
         seeds = output_nodes
         blocks: list[Block] = []
         for fanout, random_seed in zip(reversed(self.fanouts), self._layer_seeds(output_nodes), strict=True):
@@ -107,12 +131,9 @@ class NeighborSampler:
                 random_seed=random_seed,
             )
             if self.edge_dir == "out":
-                # Messages flow towards the seeds: reverse the out-edges.
-                frontier = type(frontier)(
-                    frontier._dst_np, frontier._src_np, frontier._eid_np, frontier.num_nodes()
-                )
+                frontier = frontier.reversed()  # messages flow towards the seeds
             block = to_block(frontier, seeds)
-            seeds = block.srcdata[NID]
+            seeds = {t: block.srcnodes[t].data[NID] for t in block.srctypes} if typed else block.srcdata[NID]
             blocks.insert(0, block)
         if self.output_device is not None:
             blocks = [b.to(self.output_device) for b in blocks]
@@ -140,7 +161,7 @@ class MultiLayerFullNeighborSampler(NeighborSampler):
 
 class Uniform:
     """Uniform negative sampler: for each positive edge ``(u, v)``, ``k`` pairs ``(u, v')`` with ``v'``
-    drawn uniformly from every node of the graph (DGL's ``negative_sampler.Uniform``).
+    drawn uniformly from every node of the destination's type (DGL's ``negative_sampler.Uniform``).
 
     Args:
         k: negatives per positive edge.
@@ -163,6 +184,10 @@ class Uniform:
     def from_sources(self, src, num_nodes: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Negative pairs for positive edges whose sources are ``src``.
 
+        Args:
+            src: the positive edges' sources.
+            num_nodes: the number of candidate destinations (of the destination's type).
+
         Returns:
             ``(neg_src, neg_dst)`` of length ``k * len(src)``: each source repeated ``k`` times in a row.
         """
@@ -171,8 +196,23 @@ class Uniform:
         neg_dst = self._generator().integers(0, int(num_nodes), size=neg_src.size, dtype=np.int64)
         return torch.from_numpy(neg_src), torch.from_numpy(neg_dst)
 
-    def __call__(self, g, eids) -> tuple[torch.Tensor, torch.Tensor]:
-        """Negative pairs for the edges ``eids`` of ``g`` (looked up with ``find_edges``)."""
+    def __call__(self, g, eids):
+        """Negative pairs for the edges ``eids`` of ``g`` (looked up with ``find_edges``).
+
+        Args:
+            g: the DistGraph.
+            eids: edge IDs, or ``{etype: per-type IDs}`` on a typed graph.
+
+        Returns:
+            ``(neg_src, neg_dst)``, or ``{canonical etype: (neg_src, neg_dst)}`` for dict ``eids``.
+        """
+        if isinstance(eids, Mapping):
+            out = {}
+            for etype, ids in eids.items():
+                canonical = g.to_canonical_etype(etype)
+                src, _ = g.find_edges(ids, canonical)
+                out[canonical] = self.from_sources(src, g.num_nodes(canonical[2]))
+            return out
         from graphstore.client.sampling import find_edges
 
         src, _ = find_edges(g, eids)

@@ -3,17 +3,26 @@
 Seeds are routed to the partitions that own them (a range look-up in the partition book). The
 co-located partition, when the client has one, is sampled in-process from its memory-mapped
 structure (``ctx.local_reader(part)``); every other partition is asked over RPC. All partitions
-are asked at once (``ctx.run_parallel``) and their edges concatenated into one
-:class:`~graphstore.client.block.SampledSubgraph` in global IDs.
+are asked at once (``ctx.run_parallel``), one request each for every edge type, and their edges make
+one :class:`~graphstore.client.frontier.SampledSubgraph`: on a typed graph, the partitions answer in
+homogeneous IDs and the edges are grouped by edge type in per-type IDs (:mod:`.per_type`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import torch
 
-from graphstore.client.block import SampledSubgraph
-from graphstore.ids import as_id_array, check_id_range
+from graphstore.client.frontier import SampledSubgraph
+from graphstore.client.per_type import (
+    etype_fanouts,
+    etype_probs,
+    homo_edge_ids,
+    homo_node_ids,
+)
+from graphstore.ids import as_id_array
 
 EDGE_DIRS = ("in", "out")
 
@@ -34,24 +43,23 @@ def _reader(ctx, part_id: int):
     return local if local is not None else ctx.partition(part_id)
 
 
-def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_seed):
+def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_seed, exclude):
     """A no-argument call sampling ``seeds`` on ``part_id`` (in-process when co-located)."""
     local = ctx.local_reader(part_id)
+    args = (seeds, fanout, edge_dir, replace, prob, random_seed, exclude)
     if local is None:
         remote = ctx.partition(part_id)
-        return lambda: remote.sample_neighbors(seeds, fanout, edge_dir, replace, prob, random_seed)
+        return lambda: remote.sample_neighbors(*args)
 
     def call():
         try:
-            return local.sample_neighbors(seeds, fanout, edge_dir, replace, prob, random_seed)
+            return local.sample_neighbors(*args)
         except KeyError:
             if prob is None:
                 raise
             # The weights are a run-time tensor, held by the server only (the local view has the
             # partition files' data): ask the server.
-            return ctx.partition(part_id).sample_neighbors(
-                seeds, fanout, edge_dir, replace, prob, random_seed
-            )
+            return ctx.partition(part_id).sample_neighbors(*args)
 
     return call
 
@@ -64,87 +72,104 @@ def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
 def sample_neighbors(
     g,
     nodes,
-    fanout: int,
+    fanout,
     edge_dir: str = "in",
-    prob: str | None = None,
+    prob=None,
     exclude_edges=None,
     replace: bool = False,
     random_seed: int | None = None,
 ) -> SampledSubgraph:
-    """Sample up to ``fanout`` neighbors of each node of ``nodes``.
+    """Sample up to ``fanout`` neighbors of each node of ``nodes``, per edge type.
 
     With ``edge_dir='in'`` the sampled edges are in-edges of the seeds (``dst`` in ``nodes``), with
-    ``'out'`` out-edges (``src`` in ``nodes``). Without replacement a seed gets ``min(degree, fanout)``
-    distinct edges; with replacement exactly ``fanout`` (none for a seed without edges); ``fanout=-1``
-    takes every edge.
+    ``'out'`` out-edges (``src`` in ``nodes``). Per edge type, without replacement a seed gets
+    ``min(degree, fanout)`` distinct edges; with replacement exactly ``fanout`` (none for a seed without
+    edges); ``fanout=-1`` takes every edge, 0 none. Every partition is asked once for all edge types.
 
     Args:
         g: the DistGraph.
-        nodes: seed node IDs (tensor, numpy array or list of global IDs).
-        fanout: edges per seed, or -1 for all.
+        nodes: seed node IDs: ``{ntype: per-type IDs}`` on a typed graph; a tensor, numpy array or list
+            of IDs on a graph with one node type.
+        fanout: edges per seed and edge type: an int for every type, or ``{etype: int}`` naming every
+            edge type of the graph (a canonical triple, ``"src:etype:dst"`` or an unambiguous name).
         edge_dir: ``'in'`` or ``'out'``.
-        prob: name of an edge feature (non-negative weights) to sample proportionally to; edges of
-            weight 0 are never drawn.
-        exclude_edges: global edge IDs to drop from the result (filtered after sampling, so a seed
-            may get fewer than ``fanout`` edges).
+        prob: edge weights to sample in proportion to (zero-weight edges are never drawn): the name of
+            an edge feature that every sampled edge type has, or ``{etype: name}`` (types left out, or
+            None, sample uniformly). ``edge_dir='in'`` only.
+        exclude_edges: edges never sampled (``{etype: per-type IDs}``, or IDs on a graph with one edge
+            type). They are left out before drawing, so a seed still gets ``fanout`` edges of its others.
         replace: sample with replacement.
-        random_seed: makes the sample reproducible.
+        random_seed: makes the sample reproducible (in-process and over RPC alike).
 
     Returns:
-        A :class:`SampledSubgraph` with the sampled edges in global IDs (``edata[EID]``).
+        A :class:`SampledSubgraph` (frontier): per canonical edge type the sampled edges in per-type
+        node IDs, with their per-type edge IDs in ``edata[EID]``.
 
     Raises:
-        ValueError: bad ``fanout`` / ``edge_dir``; errors from the servers (unknown ``prob`` feature:
-            KeyError) propagate.
-        IndexError: a seed outside the graph.
+        ValueError: bad ``fanout`` / ``edge_dir``, a fanout dict that leaves edge types out, or plain IDs
+            on a graph with several node types; errors from the servers propagate.
+        KeyError: an unknown node or edge type, or ``prob`` missing on a sampled edge type.
+        IndexError: a seed outside its type.
     """
     if edge_dir not in EDGE_DIRS:
         raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-    fanout = int(fanout)
-    if fanout < -1:
-        raise ValueError(f"fanout must be -1 (all neighbors) or >= 0, got {fanout}")
     ctx = graph_context(g)
-    num_nodes = int(ctx.book.num_nodes())
-    seeds = as_id_array(nodes, "nodes")
-    check_id_range(seeds, num_nodes, "nodes")
-    if fanout == 0 or seeds.size == 0:
-        empty = np.empty(0, dtype=np.int64)
-        return SampledSubgraph(empty, empty, empty, num_nodes)
-
-    calls = [
-        _sample_call(
-            ctx, part_id, part_seeds, fanout, edge_dir, replace, prob, _derive_seed(random_seed, part_id)
+    book = ctx.book
+    schema = book.schema
+    fanouts = etype_fanouts(schema, fanout)
+    probs = etype_probs(g, prob, fanouts)
+    seeds = homo_node_ids(book, nodes)
+    excluded = None if exclude_edges is None else homo_edge_ids(book, exclude_edges)
+    if excluded is not None and excluded.size == 0:
+        excluded = None
+    wire_fanout = fanouts[0] if len(fanouts) == 1 else fanouts
+    calls = []
+    if seeds.size and any(fanouts):
+        # An in-edge is stored (and so excluded) by its destination's partition only.
+        exclude_of = (
+            {part: ids for part, _, ids in ctx.route(excluded, "edge")}
+            if excluded is not None and edge_dir == "in"
+            else None
         )
-        for part_id, _, part_seeds in ctx.route(seeds, "node")
-    ]
-    results = ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
-    src = np.concatenate([r[0] for r in results])
-    dst = np.concatenate([r[1] for r in results])
-    eid = np.concatenate([r[2] for r in results])
-    frontier = SampledSubgraph(src, dst, eid, num_nodes)
-    if exclude_edges is not None:
-        excluded = as_id_array(exclude_edges, "exclude_edges")
-        if excluded.size:
-            frontier = frontier.filter_edges(~np.isin(eid, excluded))
-    return frontier
+        for part_id, _, part_seeds in ctx.route(seeds, "node"):
+            part_excluded = excluded if exclude_of is None else exclude_of.get(part_id)
+            seed = _derive_seed(random_seed, part_id)
+            calls.append(
+                _sample_call(
+                    ctx, part_id, part_seeds, wire_fanout, edge_dir, replace, probs, seed, part_excluded
+                )
+            )
+    results = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+    return _frontier(book, results)
 
 
-def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
+def _frontier(book, results) -> SampledSubgraph:
+    """The frontier of the partitions' homogeneous ``(src, dst, eid)`` answers."""
+    empty = np.empty(0, dtype=np.int64)
+    src = np.concatenate([r[0] for r in results]) if results else empty
+    dst = np.concatenate([r[1] for r in results]) if results else empty
+    eid = np.concatenate([r[2] for r in results]) if results else empty
+    return SampledSubgraph.from_partitions(book, src, dst, eid)
+
+
+def find_edges(g, edge_ids):
     """Source and destination nodes of edges, in the order given.
 
     Args:
         g: the DistGraph.
-        edge_ids: global edge IDs (may repeat).
+        edge_ids: edge IDs (may repeat); or ``{etype: per-type IDs}`` on a typed graph (all types in one
+            request per partition).
 
     Returns:
-        ``(src, dst)`` int64 tensors.
+        ``(src, dst)`` int64 tensors; for dict ``edge_ids``, ``{canonical etype: (src, dst)}`` in per-type
+        node IDs.
 
     Raises:
-        IndexError: an edge ID outside the graph.
+        IndexError: an edge ID outside the graph (its type). KeyError: an unknown edge type.
     """
     ctx = graph_context(g)
-    eids = as_id_array(edge_ids, "edge_ids")
-    check_id_range(eids, int(ctx.book.num_edges()), "edge_ids")
+    book = ctx.book
+    eids = homo_edge_ids(book, edge_ids, "edge_ids")
     src = np.empty(eids.size, dtype=np.int64)
     dst = np.empty(eids.size, dtype=np.int64)
     routes = ctx.route(eids, "edge")
@@ -154,30 +179,32 @@ def find_edges(g, edge_ids) -> tuple[torch.Tensor, torch.Tensor]:
         for (_, positions, _), (part_src, part_dst) in zip(routes, results, strict=True):
             src[positions] = part_src
             dst[positions] = part_dst
-    return torch.from_numpy(src), torch.from_numpy(dst)
+    if not isinstance(edge_ids, Mapping):
+        return torch.from_numpy(src), torch.from_numpy(dst)
+    _, src = book.map_to_per_ntype(src)
+    _, dst = book.map_to_per_ntype(dst)
+    out, start = {}, 0
+    for etype, ids in edge_ids.items():
+        count = as_id_array(ids, "edge_ids").size
+        out[book.schema.to_canonical_etype(etype)] = (
+            torch.from_numpy(src[start : start + count]),
+            torch.from_numpy(dst[start : start + count]),
+        )
+        start += count
+    return out
 
 
 def in_subgraph(g, nodes) -> SampledSubgraph:
-    """Every in-edge of ``nodes``, as a :class:`SampledSubgraph` in global IDs.
+    """Every in-edge of ``nodes`` (``{ntype: IDs}`` on a typed graph), as a :class:`SampledSubgraph`.
 
     Raises:
-        IndexError: a node outside the graph.
+        IndexError: a node outside its type. KeyError: an unknown node type.
     """
     ctx = graph_context(g)
-    num_nodes = int(ctx.book.num_nodes())
-    seeds = as_id_array(nodes, "nodes")
-    check_id_range(seeds, num_nodes, "nodes")
+    seeds = homo_node_ids(ctx.book, nodes)
     calls = [
         lambda r=_reader(ctx, part_id), s=part_seeds: r.in_subgraph(s)
         for part_id, _, part_seeds in ctx.route(seeds, "node")
     ]
-    if not calls:
-        empty = np.empty(0, dtype=np.int64)
-        return SampledSubgraph(empty, empty, empty, num_nodes)
-    results = ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
-    return SampledSubgraph(
-        np.concatenate([r[0] for r in results]),
-        np.concatenate([r[1] for r in results]),
-        np.concatenate([r[2] for r in results]),
-        num_nodes,
-    )
+    results = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+    return _frontier(ctx.book, results)

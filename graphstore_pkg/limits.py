@@ -28,7 +28,8 @@ class RequestLimits:
         max_sampled_edges: edges one SampleNeighbors or InSubgraph answer may hold (seeds x fanout
             with replacement, the sum of ``min(degree, fanout)`` without); an answer takes 24 bytes per
             edge and the sampler about 100 bytes per edge at its peak.
-        max_request_rows: IDs one request may carry (Pull, Push, PushGrad, Degrees, FindEdges, seeds).
+        max_request_rows: IDs one request may carry (Pull, Push, PushGrad, Degrees, FindEdges, seeds,
+            a sample's exclude_eids).
         max_request_bytes: row bytes one Pull answer, Push or PushGrad request may hold.
         max_tensor_dims: dimensions of a tensor created by Init (rows included).
         max_barrier_timeout_s: the longest ``timeout_s`` a barrier call may give, in (0, 86400].

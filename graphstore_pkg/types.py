@@ -361,12 +361,14 @@ class PartitionAPI(Protocol):
         replace: bool = False,
         prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
+        exclude_eids: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sampled edges (src, dst, eid), homogeneous global IDs, around seeds owned by this partition.
 
         ``fanout`` is one value for every edge type or one per edge type (0 skips a type, -1 takes
         all); ``prob`` names a weight tensor, or one per edge type. An edge's type follows from its ID
-        (the partition book's ``map_to_per_etype``).
+        (the partition book's ``map_to_per_etype``). ``exclude_eids`` (homogeneous edge IDs) are
+        never drawn: a seed samples among its other edges.
         """
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -261,7 +261,7 @@ class ListResponse(_message.Message):
     def __init__(self, tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ...) -> None: ...
 
 class SampleRequest(_message.Message):
-    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs")
+    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs", "exclude_eids")
     SEEDS_FIELD_NUMBER: _ClassVar[int]
     FANOUT_FIELD_NUMBER: _ClassVar[int]
     EDGE_DIR_FIELD_NUMBER: _ClassVar[int]
@@ -271,6 +271,7 @@ class SampleRequest(_message.Message):
     RANDOM_SEED_FIELD_NUMBER: _ClassVar[int]
     FANOUTS_FIELD_NUMBER: _ClassVar[int]
     PROBS_FIELD_NUMBER: _ClassVar[int]
+    EXCLUDE_EIDS_FIELD_NUMBER: _ClassVar[int]
     seeds: Tensor
     fanout: int
     edge_dir: EdgeDir
@@ -280,7 +281,8 @@ class SampleRequest(_message.Message):
     random_seed: int
     fanouts: _containers.RepeatedScalarFieldContainer[int]
     probs: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ...) -> None: ...
+    exclude_eids: Tensor
+    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ..., exclude_eids: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class EdgesResponse(_message.Message):
     __slots__ = ("src", "dst", "eid")

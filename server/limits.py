@@ -122,18 +122,27 @@ class RequestGuard:
         return self._working_memory(edges * BYTES_PER_EDGE, f"an answer of up to {edges} edges")
 
     def sample(
-        self, seeds: np.ndarray, fanout: int | Sequence[int], edge_dir: str, replace: bool
+        self,
+        seeds: np.ndarray,
+        fanout: int | Sequence[int],
+        edge_dir: str,
+        replace: bool,
+        exclude_eids: np.ndarray | None = None,
     ) -> AbstractContextManager:
-        """A neighbor sample: its seed count and the most edges it can return; returns the reservation
-        of its working memory. ``fanout`` is one value for every edge type or one per edge type.
+        """A neighbor sample: its seed count, the edge IDs it excludes and the most edges it can
+        return; returns the reservation of its working memory. ``fanout`` is one value for every edge
+        type or one per edge type.
 
         Raises:
-            LimitExceededError: too many seeds or more than ``max_sampled_edges`` edges.
+            LimitExceededError: too many seeds or excluded edge IDs, or more than ``max_sampled_edges``
+                edges.
             MemoryBudgetError: the memory budget cannot hold the sample now.
             ValueError: a fanout below -1 or a list of the wrong length, a bad seed or edge_dir (from
                 the degree lookup).
         """
         self._check_rows(len(seeds), "seeds")
+        if exclude_eids is not None:
+            self._check_rows(len(exclude_eids), "exclude_eids")
         num_etypes = len(self._server.partition.schema.canonical_etypes)
         fanouts = (
             [int(fanout)] * num_etypes if isinstance(fanout, (int, np.integer)) else [int(f) for f in fanout]

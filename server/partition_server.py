@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from graphstore.dtypes import bfloat16_bits_to_float32
+from graphstore.ids import as_id_array
 from graphstore.limits import RequestLimits
 from graphstore.partition.types import PartitionData
 from graphstore.server import checkpoint_set
@@ -278,6 +279,7 @@ class PartitionServer:
         replace: bool = False,
         prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
+        exclude_eids: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sample edges around seeds owned here; returns homogeneous ``(src, dst, eid)``, grouped by
         edge type in type-ID order (the type of each edge follows from its ID).
@@ -292,6 +294,8 @@ class PartitionServer:
                 of the seeds are the edges this partition owns); on a typed graph one name (or None)
                 per edge type.
             random_seed: makes the sample reproducible.
+            exclude_eids: homogeneous edge IDs never drawn: a seed samples among its other edges, so it
+                still gets ``min(fanout, degree without them)`` edges.
 
         Raises:
             ValueError: bad seeds, fanout < -1, bad edge_dir, a prob tensor that is not a 1-column
@@ -307,8 +311,11 @@ class PartitionServer:
                     "the in-edges of its nodes, not their out-edges"
                 )
             weights = self._edge_weights(prob)
+        exclude = None
+        if exclude_eids is not None:
+            exclude = np.unique(as_id_array(exclude_eids, "exclude_eids", one_dim=True))
         edges = self._structure.sample(
-            local, fanout, edge_dir, replace, weights, np.random.default_rng(random_seed)
+            local, fanout, edge_dir, replace, weights, np.random.default_rng(random_seed), exclude
         )
         self._count("sampled_seeds", len(local))
         return edges.src, edges.dst, edges.eid

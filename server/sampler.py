@@ -18,6 +18,8 @@ Sampling rules (the same as ``dgl.sampling.sample_neighbors``):
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 # Above this fanout, distinct uniform picks use one random-key sort instead of Floyd's O(fanout^2)
@@ -248,6 +250,59 @@ def sample_neighbors_csr(
     if weights is None:
         return sample_uniform(indptr, local_seeds, fanout, replace, rng)
     return sample_weighted(indptr, weights, local_seeds, fanout, replace, rng)
+
+
+def sample_neighbors_avoiding(
+    indptr: np.ndarray,
+    local_seeds: np.ndarray,
+    fanout: int,
+    affected: np.ndarray,
+    excluded: Callable[[np.ndarray], np.ndarray],
+    *,
+    replace: bool = False,
+    weights: np.ndarray | None = None,
+    rng: np.random.Generator | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_neighbors_csr` that never draws an excluded edge: the seeds that have one sample
+    among their other edges (so they still get ``min(fanout, remaining degree)`` edges).
+
+    Args:
+        indptr, local_seeds, fanout, replace, weights, rng: see :func:`sample_neighbors_csr`.
+        affected: a boolean per seed: whether any of its edges may be excluded (the others are sampled
+            as usual, with no look-up).
+        excluded: ``excluded(positions) -> bool mask`` of the CSR positions never to draw.
+
+    Returns:
+        ``(positions, seed_index)``, see :func:`sample_uniform` (the unaffected seeds' edges first).
+    """
+    rng = rng if rng is not None else np.random.default_rng()
+    local_seeds = np.asarray(local_seeds, dtype=np.int64)
+    clean = np.flatnonzero(~affected)
+    positions, seed_index = sample_neighbors_csr(
+        indptr, local_seeds[clean], fanout, replace=replace, weights=weights, rng=rng
+    )
+    hit = np.flatnonzero(affected)
+    if hit.size == 0:
+        return positions, clean[seed_index]
+    # The affected seeds' remaining edges, as a small CSR of their own, sampled by the same kernels.
+    candidates, segment = all_neighbors(indptr, local_seeds[hit])
+    keep = ~excluded(candidates)
+    candidates, segment = candidates[keep], segment[keep]
+    sub_indptr = np.zeros(hit.size + 1, dtype=np.int64)
+    np.cumsum(np.bincount(segment, minlength=hit.size), out=sub_indptr[1:])
+    sub_weights = None if weights is None else weights[candidates]
+    sub_positions, sub_index = sample_neighbors_csr(
+        sub_indptr,
+        np.arange(hit.size, dtype=np.int64),
+        fanout,
+        replace=replace,
+        weights=sub_weights,
+        rng=rng,
+    )
+    return (
+        np.concatenate([positions, candidates[sub_positions]]),
+        np.concatenate([clean[seed_index], hit[sub_index]]),
+    )
 
 
 def dst_of_positions(indptr: np.ndarray, positions: np.ndarray) -> np.ndarray:

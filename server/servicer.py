@@ -320,7 +320,10 @@ class PartitionServicer:
         seeds = codec.read_ids(request.seeds, "seeds")
         edge_dir = codec.edge_dir_from_wire(request.edge_dir)
         fanout = list(request.fanouts) if request.fanouts else int(request.fanout)
-        with self._guard.sample(seeds, fanout, edge_dir, request.replace):
+        exclude_eids = (
+            codec.read_ids(request.exclude_eids, "exclude_eids") if request.HasField("exclude_eids") else None
+        )
+        with self._guard.sample(seeds, fanout, edge_dir, request.replace, exclude_eids):
             src, dst, eid = self._server.sample_neighbors(
                 seeds,
                 fanout,
@@ -328,6 +331,7 @@ class PartitionServicer:
                 request.replace,
                 list(request.probs) if request.probs else (request.prob or None),
                 request.random_seed if request.has_random_seed else None,
+                exclude_eids,
             )
             return self._edges(src, dst, eid)
 

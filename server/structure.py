@@ -114,6 +114,7 @@ class PartitionStructure:
         replace: bool,
         weights: Sequence[np.ndarray | None] | None,
         rng: np.random.Generator,
+        exclude: np.ndarray | None = None,
     ) -> SampledEdges:
         """Sample edges around local seeds, per edge type.
 
@@ -124,6 +125,7 @@ class PartitionStructure:
             replace: with replacement.
             weights: per edge type, a weight per local edge position (``"in"`` only) or None.
             rng: the random generator.
+            exclude: homogeneous edge IDs never to draw (a seed samples among its other edges), or None.
 
         Returns:
             The sampled edges, homogeneous IDs, grouped by edge type.
@@ -143,12 +145,35 @@ class PartitionStructure:
                 continue
             indptr = self.in_indptr[e] if edge_dir == IN else self.out_indptr[e]
             w = None if weights is None else weights[e]
-            positions, seed_index = sampler.sample_neighbors_csr(
-                indptr, in_type, fanouts[e], replace=replace, weights=w, rng=rng
-            )
+            if exclude is None or exclude.size == 0:
+                positions, seed_index = sampler.sample_neighbors_csr(
+                    indptr, in_type, fanouts[e], replace=replace, weights=w, rng=rng
+                )
+            else:
+                affected, excluded = self._exclusion(e, indptr, in_type, edge_dir, exclude)
+                positions, seed_index = sampler.sample_neighbors_avoiding(
+                    indptr, in_type, fanouts[e], affected, excluded, replace=replace, weights=w, rng=rng
+                )
             pieces.append(self._edges_at(positions, self._seed_ids(local, index, seed_index), edge_dir))
             counts.append(positions.size)
         return _concat(pieces, counts)
+
+    def _exclusion(
+        self, etype_id: int, indptr: np.ndarray, seeds: np.ndarray, edge_dir: str, exclude: np.ndarray
+    ):
+        """``(affected seeds, excluded(positions))`` of edge type ``etype_id`` for excluded edge IDs.
+
+        In-edges are stored here, so an excluded in-edge is a CSR position and only its destination is
+        affected. Out-edges belong to their destinations' partitions: every seed is looked at.
+        """
+        if edge_dir == IN:
+            positions = exclude - self.edge_start
+            lo, hi = self.etype_offsets[etype_id], self.etype_offsets[etype_id + 1]
+            positions = positions[(positions >= lo) & (positions < hi)]
+            rows = sampler.dst_of_positions(indptr, positions)
+            return np.isin(seeds, rows), lambda candidates: np.isin(candidates, positions)
+        out_eid = self.out_eid
+        return np.ones(seeds.size, dtype=bool), lambda candidates: np.isin(out_eid[candidates], exclude)
 
     def _seed_ids(self, local: np.ndarray, index: np.ndarray, seed_index: np.ndarray) -> np.ndarray:
         """Homogeneous IDs of the seeds that sampled edges belong to."""

@@ -3,7 +3,8 @@
 The partition files hold the graph's node arrays under the names they had (``feat`` from
 ``graphstore generate``, ``x`` / ``y`` from PyG, ``features`` / ``labels`` from DGL's examples).
 :func:`default_feature_names` and :func:`default_label_name` pick the input features and the labels
-among the arrays loaded from the partition files (tensors created at run time are never picked):
+among the arrays loaded from the partition files (tensors created at run time are never picked), of
+every node type on a typed graph (the loaders then pull a name for each type that holds it):
 
 - features: ``feat`` when the graph has it, else every floating array with a feature dimension
   (``[N, D]``);
@@ -30,12 +31,15 @@ FROM_GRAPH = _FromGraph()
 
 
 def _partition_arrays(g) -> dict[str, tuple[tuple[int, ...], str]]:
-    """``{name: (global shape, dtype name)}`` of the node arrays loaded from the partition files."""
-    out = {}
-    for name in g.ndata.keys():
-        scheme = getattr(g.ndata[name], "scheme", None)
-        if scheme is not None and scheme.from_partition:
-            out[name] = (tuple(scheme.shape), scheme.dtype)
+    """``{name: (global shape, dtype name)}`` of the node arrays loaded from the partition files, over
+    every node type (a name several types hold is listed with its first type's shape)."""
+    out: dict[str, tuple[tuple[int, ...], str]] = {}
+    for ntype in g.ntypes:
+        data = g.nodes[ntype].data
+        for name in data.keys():
+            scheme = getattr(data[name], "scheme", None)
+            if name not in out and scheme is not None and scheme.from_partition:
+                out[name] = (tuple(scheme.shape), scheme.dtype)
     return out
 
 

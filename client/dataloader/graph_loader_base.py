@@ -1,12 +1,10 @@
-"""What the node and edge loaders share: the graph and its sampler, the features and labels pulled for
-each batch (from memory-recycling buffers or a :class:`RemoteFeatureCache`), and the move of each
-finished batch to the loader's device (:mod:`.device_transfer`)."""
+"""What the node and edge loaders share: the graph and its sampler, the node data pulled for each batch
+(input features per node type, from memory-recycling buffers or a :class:`RemoteFeatureCache`; labels of
+the output nodes), and the move of each finished batch to the loader's device (:mod:`.device_transfer`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-
-import torch
 
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
@@ -20,12 +18,57 @@ from graphstore.client.dataloader.loader_base import LoaderBase
 _RECYCLED_BATCHES = 4
 
 
+def node_data_plan(g, names, what: str) -> dict[str, tuple[str, ...]]:
+    """Which node data to pull for which node type.
+
+    Args:
+        g: the DistGraph.
+        names: a name or names (pulled for every node type that has them), or ``{ntype: name(s)}``.
+        what: the loader argument, for error messages.
+
+    Returns:
+        ``{ntype: names}`` for the types that get something.
+
+    Raises:
+        KeyError: a name no node type has (or the named type lacks), or an unknown node type.
+    """
+
+    def available(ntype: str) -> list[str]:
+        return sorted(g.nodes[ntype].data)
+
+    if isinstance(names, Mapping):
+        plan = {}
+        for key, values in names.items():
+            ntype = g.ntypes[g.get_ntype_id(key)]
+            values = (values,) if isinstance(values, str) else tuple(values)
+            for name in values:
+                if name not in g.nodes[ntype].data:
+                    raise KeyError(
+                        f"{what}: node type {ntype!r} has no data {name!r} (available: {available(ntype)})"
+                    )
+            if values:
+                plan[ntype] = values
+        return plan
+    plan: dict[str, tuple[str, ...]] = {}
+    for name in (names,) if isinstance(names, str) else tuple(names or ()):
+        holders = [t for t in g.ntypes if name in g.nodes[t].data]
+        if not holders:
+            known = available(g.ntypes[0]) if len(g.ntypes) == 1 else {t: available(t) for t in g.ntypes}
+            raise KeyError(
+                f"node data {name!r} does not exist on the graph (available: {known}); pass "
+                "load_features=() / load_labels=None to load nothing"
+            )
+        for ntype in holders:
+            plan[ntype] = plan.get(ntype, ()) + (name,)
+    return plan
+
+
 class GraphLoaderBase(LoaderBase):
-    """Feature pulls and device moves shared by the node and edge loaders.
+    """Node data pulls and device moves shared by the node and edge loaders.
 
     The loader's device is ``device`` when given, else the sampler's ``output_device`` when it has one,
     else the trainer's bound device, else the CPU; the whole batch (IDs, blocks and their data,
-    features, labels) lands there.
+    features, labels; every node type's) lands there.
     """
 
     def _init_graph(
@@ -37,25 +80,20 @@ class GraphLoaderBase(LoaderBase):
             device = getattr(sampler, "output_device", None)
         self.device = resolve_device(device)
         self._transfer = BatchTransfer(self.device, pin_memory)
-        if load_features is FROM_GRAPH:
-            load_features = default_feature_names(g)
+        if load_features is FROM_GRAPH or load_features is None:
+            load_features = getattr(sampler, "prefetch_node_feats", None) or default_feature_names(g)
         if load_labels is FROM_GRAPH:
             load_labels = default_label_name(g)
-        if isinstance(load_features, str):
-            load_features = (load_features,)
-        self.load_features = tuple(load_features or ())
+        self.features = node_data_plan(g, load_features, "load_features")
+        self.labels = node_data_plan(g, load_labels, "load_labels") if load_labels else {}
+        self.load_features = tuple(dict.fromkeys(n for names in self.features.values() for n in names))
         self.load_labels = load_labels
-        available = set(g.ndata.keys())
-        wanted = list(self.load_features) + ([load_labels] if load_labels else [])
-        for name in wanted:
-            if name not in available:
-                raise KeyError(
-                    f"node data {name!r} does not exist on the graph (available: {sorted(available)}); "
-                    "pass load_features=() / load_labels=None to load nothing"
-                )
+        count = sum(len(names) for names in self.features.values())
         # Input features of a batch are tens of MB: their memory is recycled once a batch is dropped.
-        self._buffers = RowBufferPool(max_buffers=_RECYCLED_BATCHES * max(1, len(self.load_features)))
+        self._buffers = RowBufferPool(max_buffers=_RECYCLED_BATCHES * max(1, count))
         self.feature_caches: dict[str, RemoteFeatureCache] = {}
+        if cache_remote_features and len(g.ntypes) > 1:
+            raise ValueError("cache_remote_features is for graphs with one node type")
         if isinstance(cache_remote_features, Mapping):
             self.feature_caches = {n: c for n, c in cache_remote_features.items() if n in self.load_features}
         elif cache_remote_features:
@@ -74,18 +112,27 @@ class GraphLoaderBase(LoaderBase):
         """``{feature: counters}`` of the loader's feature caches (see :meth:`RemoteFeatureCache.stats`)."""
         return {name: cache.stats(reset) for name, cache in self.feature_caches.items()}
 
-    def _attach(
-        self, input_nodes: torch.Tensor, output_nodes: torch.Tensor | None, blocks: list[Block]
-    ) -> None:
-        for name in self.load_features:
-            cache = self.feature_caches.get(name)
-            if cache is not None:
-                rows = cache.read(input_nodes)
-            else:
-                rows = self.g.ndata[name].read(input_nodes, buffers=self._buffers)
-            blocks[0].srcdata[name] = rows
-        if self.load_labels and output_nodes is not None:
-            blocks[-1].dstdata[self.load_labels] = self.g.ndata[self.load_labels][output_nodes]
+    def _attach(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
+        """Pull the input features into ``blocks[0]``'s source frames and the labels of ``output_nodes``
+        into ``blocks[-1]``'s destination frames (node IDs: a tensor, or ``{ntype: IDs}``)."""
+        for ntype, names in self.features.items():
+            ids = input_nodes[ntype] if isinstance(input_nodes, Mapping) else input_nodes
+            frame = blocks[0].srcnodes[ntype].data
+            for name in names:
+                cache = self.feature_caches.get(name)
+                if cache is not None:
+                    frame[name] = cache.read(ids)
+                else:
+                    frame[name] = self.g.nodes[ntype].data[name].read(ids, buffers=self._buffers)
+        if output_nodes is None:
+            return
+        for ntype, names in self.labels.items():
+            if isinstance(output_nodes, Mapping) and ntype not in output_nodes:
+                continue
+            ids = output_nodes[ntype] if isinstance(output_nodes, Mapping) else output_nodes
+            frame = blocks[-1].dstnodes[ntype].data
+            for name in names:
+                frame[name] = self.g.nodes[ntype].data[name][ids]
 
     def _make_batch(self, positions):
         with self._transfer.producing():

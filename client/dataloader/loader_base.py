@@ -6,12 +6,10 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
-import torch
 
 from graphstore.client.context import current_context
 from graphstore.client.dataloader.batching import agree_on_batch_count, batch_plan, num_batches
 from graphstore.client.dataloader.prefetch import PrefetchIterator
-from graphstore.ids import as_id_array
 from graphstore.priority import DEFAULT_BACKGROUND_NICE
 
 
@@ -95,20 +93,3 @@ class LoaderBase:
         """Stop every iterator of this loader that is still running."""
         for iterator in list(self._iterators):
             iterator.close()
-
-
-def as_item_ids(ids, name: str) -> np.ndarray:
-    """A loader's items as int64 IDs.
-
-    Args:
-        ids: IDs (any integer array, tensor or sequence) or a boolean mask (numpy or torch).
-        name: the argument's name, for error messages.
-
-    Raises:
-        graphstore.errors.IdTypeError / ValueError: what :func:`graphstore.ids.as_id_array` raises.
-    """
-    if isinstance(ids, torch.Tensor) and ids.dtype == torch.bool:
-        return torch.nonzero(ids, as_tuple=True)[0].numpy()
-    if isinstance(ids, np.ndarray) and ids.dtype == np.bool_:
-        return np.flatnonzero(ids)
-    return as_id_array(ids, name)

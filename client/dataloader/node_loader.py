@@ -9,27 +9,32 @@ import numpy as np
 from graphstore.client.dataloader.data_names import FROM_GRAPH
 from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
 from graphstore.client.dataloader.graph_loader_base import GraphLoaderBase
-from graphstore.client.dataloader.loader_base import as_item_ids
+from graphstore.client.dataloader.items import LoaderItems
 
 
 class DistNodeDataLoader(GraphLoaderBase):
     """Mini-batches for node classification: ``(input_nodes, output_nodes, blocks)``.
 
     ``blocks[0].srcdata[f]`` holds the input features ``f`` of ``load_features`` and
-    ``blocks[-1].dstdata[load_labels]`` the output nodes' labels, pulled in the background.
+    ``blocks[-1].dstdata[load_labels]`` the output nodes' labels, pulled in the background. On a typed
+    graph the nodes come as ``{ntype: IDs}`` (DGL's form): ``input_nodes`` and ``output_nodes`` are
+    dicts per type, and batches take the items type after type (shuffled together).
 
     Args:
         g: the DistGraph.
-        nids: the training node IDs of this rank (e.g. from ``node_split``), or a boolean mask.
+        nids: the training node IDs of this rank (e.g. from ``node_split``), or a boolean mask; or
+            ``{ntype: IDs or mask}``.
         sampler: a :class:`~graphstore.client.samplers.NeighborSampler` (anything with ``sample_blocks``).
         batch_size, shuffle, drop_last: as in PyTorch.
         device: where the whole batch lands (IDs, blocks, features, labels): ``"cpu"``, ``"cuda"`` (the
             trainer's GPU) or ``"cuda:N"``; default: the sampler's ``output_device``, else the trainer's
             bound device, else the CPU (see :mod:`.device_transfer`).
-        load_features: node features to pull for the input nodes; default: the graph's features
-            (``feat``, else its floating ``[N, D]`` arrays; see :mod:`.data_names`).
-        load_labels: node data to pull for the output nodes (None: none); default: the graph's labels
-            (``label``, ``labels`` or ``y``, else its only integer ``[N]`` array, else none).
+        load_features: node features to pull for the input nodes: names (for every node type that has
+            them) or ``{ntype: names}``; default (or None): the sampler's ``prefetch_node_feats``, else
+            the graph's features (``feat``, else its floating ``[N, D]`` arrays; see :mod:`.data_names`).
+        load_labels: node data to pull for the output nodes (a name, or ``{ntype: name}``; None: none);
+            default: the graph's labels (``label``, ``labels`` or ``y``, else its only integer ``[N]``
+            array, else none).
         prefetch: batches produced ahead (0: no background threads).
         num_workers: background threads.
         seed: shuffling seed.
@@ -55,8 +60,8 @@ class DistNodeDataLoader(GraphLoaderBase):
         shuffle: bool = False,
         drop_last: bool = False,
         device=None,
-        load_features: Sequence[str] | str = FROM_GRAPH,
-        load_labels: str | None = FROM_GRAPH,
+        load_features: Sequence[str] | str | Mapping | None = FROM_GRAPH,
+        load_labels: str | Mapping | None = FROM_GRAPH,
         prefetch: int = 2,
         num_workers: int = 1,
         seed: int | None = None,
@@ -64,14 +69,14 @@ class DistNodeDataLoader(GraphLoaderBase):
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
         pin_memory: bool | None = None,
     ):
-        self.nids = as_item_ids(nids, "nids")
+        self.items = LoaderItems(nids, "nids", lambda ntype: g.ntypes[g.get_ntype_id(ntype)])
         self._init_graph(g, sampler, device, load_features, load_labels, cache_remote_features, pin_memory)
         super().__init__(
-            self.nids.size, batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
+            len(self.items), batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
         )
 
     def _produce(self, positions: np.ndarray):
-        seeds = self.nids[positions]
+        seeds = self.items.take(positions)
         input_nodes, output_nodes, blocks = self.graph_sampler.sample_blocks(self.g, seeds)
         self._attach(input_nodes, output_nodes, blocks)
         return input_nodes, output_nodes, blocks

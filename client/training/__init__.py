@@ -1,13 +1,18 @@
 """The training loop's building blocks, for scripts that train a GNN on a graphstore graph.
 
-``examples/train_dist.py`` (GraphSAGE node classification) and ``examples/train_embedding.py`` (the same
-task on learnable node embeddings) are built from these pieces; a script of one's own can be too:
+``examples/train_dist.py`` (GraphSAGE node classification), ``examples/train_embedding.py`` (the same
+task on learnable node embeddings) and ``examples/train_rgcn.py`` (entity classification on a typed
+graph) are built from these pieces; a script of one's own can be too:
 
 - :mod:`~graphstore.client.training.arguments`: the shared flags and a config from flags + training YAML;
-- :mod:`~graphstore.client.training.config`: :class:`TrainConfig`, :class:`EmbeddingConfig`;
-- :mod:`~graphstore.client.training.process`: device, threads, seeds, trainer group, graph;
+- :mod:`~graphstore.client.training.config`: :class:`TrainConfig`, :class:`EmbeddingConfig`,
+  :class:`RGCNConfig`;
+- :mod:`~graphstore.client.training.process`: device, threads, seeds, trainer group, graph, and the
+  one-line end of a script whose server is lost;
 - :mod:`~graphstore.client.training.task`: classes, training nodes, evaluated nodes;
 - :mod:`~graphstore.client.training.models`: GraphSAGE / MLP from the config, DDP wrapping;
+- :mod:`~graphstore.client.training.relational`: the relational GCN (and MLP) of a typed graph, with
+  learnable embedding rows for its featureless node types (``examples/train_rgcn.py``);
 - :mod:`~graphstore.client.training.features`, :mod:`~graphstore.client.training.amp`: the model's
   input and mixed precision;
 - :mod:`~graphstore.client.training.epoch`: the training loader and one epoch;
@@ -23,6 +28,7 @@ from graphstore.client.training.amp import AMP_DTYPES, autocast_context, make_gr
 from graphstore.client.training.arguments import (
     add_common_arguments,
     add_embedding_arguments,
+    add_rgcn_arguments,
     argument_parser,
     build_config,
     config_from_args,
@@ -30,7 +36,14 @@ from graphstore.client.training.arguments import (
     parse_int_list,
 )
 from graphstore.client.training.collectives import all_reduce_max, all_reduce_sum, rank_and_world
-from graphstore.client.training.config import EVAL_MODES, MODELS, EmbeddingConfig, TrainConfig
+from graphstore.client.training.config import (
+    EVAL_MODES,
+    MODELS,
+    RELATIONAL_MODELS,
+    EmbeddingConfig,
+    RGCNConfig,
+    TrainConfig,
+)
 from graphstore.client.training.epoch import EpochStats, make_train_loader, train_epoch
 from graphstore.client.training.evaluation import (
     InputFn,
@@ -38,16 +51,24 @@ from graphstore.client.training.evaluation import (
     evaluate_sampled,
     layerwise_inference,
 )
-from graphstore.client.training.features import feature_width, prepare_features
+from graphstore.client.training.features import (
+    batch_labels,
+    feature_width,
+    model_input,
+    nbytes,
+    prepare_features,
+)
 from graphstore.client.training.models import MLP, build_model, make_sampler, unwrap_model, wrap_model
 from graphstore.client.training.process import (
     TrainerProcess,
     init_process_group,
     open_graph,
     resolve_device,
+    run_main,
     set_threads,
     setup_trainer,
 )
+from graphstore.client.training.relational import EntityClassifier, RelationalInput, build_relational_model
 from graphstore.client.training.report import default_model_path, report_run, save_model
 from graphstore.client.training.summary import epoch_line, epoch_record, reduce_epoch, summarize_run
 from graphstore.client.training.task import NodeTask, load_task, mask_nodes
@@ -58,20 +79,27 @@ __all__ = [
     "EVAL_MODES",
     "MLP",
     "MODELS",
+    "RELATIONAL_MODELS",
     "EmbeddingConfig",
+    "EntityClassifier",
     "EpochStats",
     "InputFn",
     "NodeTask",
+    "RGCNConfig",
+    "RelationalInput",
     "TrainConfig",
     "TrainerProcess",
     "add_common_arguments",
     "add_embedding_arguments",
+    "add_rgcn_arguments",
     "all_reduce_max",
     "all_reduce_sum",
     "argument_parser",
     "autocast_context",
+    "batch_labels",
     "build_config",
     "build_model",
+    "build_relational_model",
     "config_from_args",
     "default_model_path",
     "epoch_line",
@@ -88,6 +116,8 @@ __all__ = [
     "make_grad_scaler",
     "make_sampler",
     "mask_nodes",
+    "model_input",
+    "nbytes",
     "open_graph",
     "parse_int_list",
     "prepare_features",
@@ -95,6 +125,7 @@ __all__ = [
     "reduce_epoch",
     "report_run",
     "resolve_device",
+    "run_main",
     "save_model",
     "set_threads",
     "setup_trainer",

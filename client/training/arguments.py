@@ -60,6 +60,7 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--feat-name")
     parser.add_argument("--feat-norm", help="none | row (L1-normalize each feature row)")
     parser.add_argument("--label-name")
+    parser.add_argument("--target-ntype", help="typed graphs: the node type to classify (e.g. paper)")
     parser.add_argument("--save-model", help="where rank 0 saves the model ('' to skip)")
     parser.add_argument("--metrics-json", help="where rank 0 writes the run's figures")
     parser.add_argument("--progress", help="auto | on | off")
@@ -96,6 +97,25 @@ def add_embedding_arguments(parser: argparse.ArgumentParser) -> None:
         help="baseline: keep the random rows, train only the dense model",
     )
     parser.add_argument("--embedding-name", help="the table's name on the servers (default node_emb)")
+
+
+def add_rgcn_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the flags of the :class:`~graphstore.client.training.config.RGCNConfig` settings (and
+    ``--model rgcn|mlp``).
+
+    Args:
+        parser: the script's parser.
+    """
+    parser.add_argument(
+        "--model", help="rgcn (relational GCN, default) | mlp (the target type's features only)"
+    )
+    parser.add_argument("--num-bases", type=int, help="bases of the relation weights (default 4)")
+    parser.add_argument("--regularizer", help="basis (default) | bdd | none")
+    parser.add_argument(
+        "--sparse-lr", type=float, help="SparseAdagrad learning rate of the embeddings (default 0.05)"
+    )
+    parser.add_argument("--init-scale", type=float, help="embedding rows start in U(-s, s) (default 0.1)")
+    parser.add_argument("--embedding-name", help="prefix of the embedding tables on the servers")
 
 
 def load_training_yaml(path: str, known: set[str]) -> dict:

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from graphstore.client.training.amp import AMP_DTYPES
 
 MODELS = ("sage", "mlp")
+RELATIONAL_MODELS = ("rgcn", "mlp")
+REGULARIZERS = ("basis", "bdd", "none")
 EVAL_MODES = ("sampled", "layerwise")
 DEVICES = ("cpu", "cuda", "auto")
 FEATURE_NORMS = ("none", "row")
@@ -43,6 +46,8 @@ class TrainConfig:
         prefetch: mini-batches prepared ahead by the loader (0: none, everything in this thread).
         num_workers: loader threads.
         feat_name, label_name: node data holding the features and the labels.
+        target_ntype: on a typed graph, the node type whose nodes are classified (None: a homogeneous
+            graph).
         feat_norm: ``none`` or ``row`` (divide each feature row by its L1 norm).
         save_model: where rank 0 saves the trained model's state dict ('' to skip; default: next to
             the partition config, else the current folder).
@@ -77,10 +82,14 @@ class TrainConfig:
     feat_name: str = "feat"
     feat_norm: str = "none"
     label_name: str = "label"
+    target_ntype: str | None = None
     save_model: str | None = None
     metrics_json: str | None = None
     progress: str = "auto"
     num_threads: int | None = None
+
+    # The models a run of this config can train.
+    models: ClassVar[tuple[str, ...]] = MODELS
 
     def validate(self) -> None:
         """Check the settings.
@@ -92,9 +101,9 @@ class TrainConfig:
             raise ValueError("graph_name is required (--graph-name)")
         if not self.fanouts or any(int(f) < -1 for f in self.fanouts):
             raise ValueError(f"fanouts must be a non-empty list of ints >= -1, got {self.fanouts}")
-        if self.model not in MODELS:
-            raise ValueError(f"model must be one of {MODELS}, got {self.model!r}")
-        if self.model == "sage" and self.layers != len(self.fanouts):
+        if self.model not in self.models:
+            raise ValueError(f"model must be one of {self.models}, got {self.model!r}")
+        if self.model != "mlp" and self.layers != len(self.fanouts):
             raise ValueError(f"layers ({self.layers}) must equal the number of fanouts {self.fanouts}")
         if self.eval_fanouts is not None and len(self.eval_fanouts) != len(self.fanouts):
             raise ValueError(f"eval_fanouts {self.eval_fanouts} must have one entry per layer like fanouts")
@@ -167,5 +176,55 @@ class EmbeddingConfig(TrainConfig):
         if self.emb_dim < 1 or self.sparse_lr <= 0 or self.init_scale <= 0:
             raise ValueError(
                 f"emb_dim, sparse_lr and init_scale must be positive, got {self.emb_dim}, "
+                f"{self.sparse_lr}, {self.init_scale}"
+            )
+
+
+@dataclass
+class RGCNConfig(TrainConfig):
+    """:class:`TrainConfig` for entity classification on a typed graph with a relational GCN: the nodes
+    of ``target_ntype`` are classified, node types with ``feat_name`` read it, the others get a learnable
+    ``DistEmbedding`` row per node (``SparseAdagrad``), and ``model`` is ``rgcn`` or ``mlp`` (the target
+    type's features only).
+
+    Attributes:
+        num_bases: bases (or blocks, for ``bdd``) of the relation weights' decomposition.
+        regularizer: ``basis``, ``bdd`` or ``none`` (a full weight per relation).
+        sparse_lr: SparseAdagrad learning rate of the embedding rows.
+        init_scale: embedding rows start uniform in ``[-init_scale, init_scale]`` (seeded).
+        embedding_name: prefix of the embedding tables' names on the servers.
+    """
+
+    model: str = "rgcn"
+    target_ntype: str | None = "paper"
+    fanouts: list[int] = field(default_factory=lambda: [10, 10])
+    hidden: int = 64
+    dropout: float = 0.2
+    lr: float = 0.01
+    epochs: int = 4
+    num_bases: int = 4
+    regularizer: str = "basis"
+    sparse_lr: float = 0.05
+    init_scale: float = 0.1
+    embedding_name: str = "rgcn_emb"
+
+    models: ClassVar[tuple[str, ...]] = RELATIONAL_MODELS
+
+    def validate(self) -> None:
+        """Check the settings (those of :class:`TrainConfig` too).
+
+        Raises:
+            ValueError: naming the setting and its value.
+        """
+        super().validate()
+        if not self.target_ntype:
+            raise ValueError("target_ntype is required: the node type to classify (--target-ntype)")
+        if self.eval_mode != "sampled":
+            raise ValueError(f"a relational model is evaluated by sampled inference, got {self.eval_mode!r}")
+        if self.regularizer not in REGULARIZERS:
+            raise ValueError(f"regularizer must be one of {REGULARIZERS}, got {self.regularizer!r}")
+        if self.num_bases < 1 or self.sparse_lr <= 0 or self.init_scale <= 0:
+            raise ValueError(
+                f"num_bases, sparse_lr and init_scale must be positive, got {self.num_bases}, "
                 f"{self.sparse_lr}, {self.init_scale}"
             )

@@ -15,7 +15,7 @@ from graphstore.client import DistGraph, DistNodeDataLoader
 from graphstore.client.training.amp import autocast_context
 from graphstore.client.training.config import TrainConfig
 from graphstore.client.training.evaluation import InputFn
-from graphstore.client.training.features import prepare_features
+from graphstore.client.training.features import batch_labels, model_input, nbytes
 from graphstore.client.training.models import make_sampler
 
 # Spreads the loaders' shuffling seeds apart across ranks and runs (any prime works).
@@ -45,7 +45,7 @@ class EpochStats:
 
 def make_train_loader(
     g: DistGraph,
-    train_nodes: torch.Tensor,
+    train_nodes: torch.Tensor | dict[str, torch.Tensor],
     config: TrainConfig,
     device: torch.device,
     rank: int,
@@ -56,7 +56,7 @@ def make_train_loader(
 
     Args:
         g: the graph.
-        train_nodes: this trainer's training nodes.
+        train_nodes: this trainer's training nodes (``{ntype: IDs}`` on a typed graph).
         config: the run's settings (fanouts, batch size, seed, labels, prefetch, workers).
         device: where batches go.
         rank: this trainer's rank (each rank shuffles with its own seed).
@@ -117,11 +117,11 @@ def train_epoch(
     for input_nodes, _, blocks in batches:
         if input_fn is None:
             raw = blocks[0].srcdata[config.feat_name]
-            stats.feature_bytes += raw.numel() * raw.element_size()
-            x = prepare_features(raw, config.feat_norm)
+            stats.feature_bytes += nbytes(raw)
+            x = model_input(raw, config.feat_norm)
         else:
             x = input_fn(input_nodes, blocks)
-        labels = blocks[-1].dstdata[config.label_name].reshape(-1)
+        labels = batch_labels(blocks[-1], config.label_name, config.target_ntype)
         with autocast_context(device, config.amp):
             logits = model(blocks, x)
         loss = F.cross_entropy(logits.float(), labels)

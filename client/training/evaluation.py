@@ -16,8 +16,9 @@ from graphstore.client import DistGraph, DistNodeDataLoader, DistTensor, Neighbo
 from graphstore.client.training.amp import autocast_context
 from graphstore.client.training.collectives import all_reduce_sum
 from graphstore.client.training.config import TrainConfig
-from graphstore.client.training.features import prepare_features
+from graphstore.client.training.features import batch_labels, model_input, prepare_features
 from graphstore.client.training.models import make_sampler, unwrap_model
+from graphstore.types import DEFAULT_NTYPE
 
 # ``input_fn(input_nodes, blocks) -> x``: a batch's model input in place of the pulled features.
 InputFn = Callable[[torch.Tensor, list], torch.Tensor]
@@ -37,7 +38,7 @@ def evaluate_sampled(
     Args:
         model: the trained model.
         g: the graph.
-        nodes: the evaluated node IDs.
+        nodes: the evaluated node IDs (of ``config.target_ntype`` on a typed graph).
         config: the run's settings (eval fanouts, batch size, amp, feature and label names).
         device: where the model is.
         input_fn: ``input_fn(input_nodes, blocks) -> x`` (default: the pulled features).
@@ -47,12 +48,13 @@ def evaluate_sampled(
     """
     module = unwrap_model(model)
     module.eval()
-    local = node_split(nodes, g.get_partition_book(), force_even=True)
+    ntype = config.target_ntype
+    local = node_split(nodes, g.get_partition_book(), ntype=ntype or DEFAULT_NTYPE, force_even=True)
     correct = total = 0
     if local.numel():
         loader = DistNodeDataLoader(
             g,
-            local,
+            local if ntype is None else {ntype: local},
             make_sampler(config.inference_fanouts(), config.seed),
             batch_size=config.eval_batch_size,
             shuffle=False,
@@ -67,10 +69,10 @@ def evaluate_sampled(
             if input_fn is not None:
                 x = input_fn(input_nodes, blocks)
             else:
-                x = prepare_features(blocks[0].srcdata[config.feat_name], config.feat_norm)
+                x = model_input(blocks[0].srcdata[config.feat_name], config.feat_norm)
             with autocast_context(device, config.amp):
                 logits = module(blocks, x)
-            labels = blocks[-1].dstdata[config.label_name].reshape(-1)
+            labels = batch_labels(blocks[-1], config.label_name, ntype)
             correct += int((logits.argmax(dim=-1) == labels).sum())
             total += int(labels.numel())
     correct, total = all_reduce_sum([correct, total], device)

@@ -1,8 +1,10 @@
-"""A model's input from the stored node features: their width, and the float32 rows the model reads."""
+"""A model's input from the stored node features: their width, the float32 rows the model reads (per
+node type on a typed graph), and the labels of a batch's output nodes."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 import torch
 
@@ -39,3 +41,28 @@ def prepare_features(raw: torch.Tensor, feat_norm: str = "none") -> torch.Tensor
     elif feat_norm != "none":
         raise ValueError(f"feat_norm must be none or row, got {feat_norm!r}")
     return x
+
+
+def model_input(raw, feat_norm: str = "none"):
+    """:func:`prepare_features` of a batch's pulled features: one tensor, or ``{ntype: tensor}``."""
+    if isinstance(raw, Mapping):
+        return {ntype: prepare_features(rows, feat_norm) for ntype, rows in raw.items()}
+    return prepare_features(raw, feat_norm)
+
+
+def nbytes(raw) -> int:
+    """Bytes of pulled rows: one tensor, or ``{ntype: tensor}``."""
+    tensors = raw.values() if isinstance(raw, Mapping) else [raw]
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def batch_labels(block, label_name: str, target_ntype: str | None = None) -> torch.Tensor:
+    """The labels of a batch's output nodes (of ``target_ntype`` on a typed graph), one per node.
+
+    Args:
+        block: the batch's last block (the loader put the labels in its destination frames).
+        label_name: the label's node data name.
+        target_ntype: the classified node type (None: a homogeneous graph).
+    """
+    frame = block.dstdata if target_ntype is None else block.dstnodes[target_ntype].data
+    return frame[label_name].reshape(-1)

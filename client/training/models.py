@@ -15,7 +15,8 @@ class MLP(nn.Module):
     """A features-only baseline: ``layers`` linear layers over each seed node's own features.
 
     It takes the same ``(blocks, x)`` as GraphSAGE and uses only the rows of the output nodes, which
-    are the first rows of ``x`` (blocks put destination nodes first).
+    are the first rows of ``x`` (blocks put destination nodes first); on a typed graph ``x`` is
+    ``{ntype: rows}`` and the output nodes are those of ``ntype``.
 
     Args:
         in_feats: input width.
@@ -23,13 +24,23 @@ class MLP(nn.Module):
         n_classes: output width.
         layers: number of linear layers (at least 1).
         dropout: dropout after each hidden layer.
+        ntype: the classified node type of a typed graph (None: ``x`` is one tensor).
 
     Raises:
         ValueError: ``layers`` below 1.
     """
 
-    def __init__(self, in_feats: int, hidden: int, n_classes: int, layers: int, dropout: float):
+    def __init__(
+        self,
+        in_feats: int,
+        hidden: int,
+        n_classes: int,
+        layers: int,
+        dropout: float,
+        ntype: str | None = None,
+    ):
         super().__init__()
+        self.ntype = ntype
         if layers < 1:
             raise ValueError(f"layers must be at least 1, got {layers}")
         widths = [in_feats] + [hidden] * (layers - 1) + [n_classes]
@@ -38,7 +49,9 @@ class MLP(nn.Module):
 
     def forward(self, blocks, x: torch.Tensor) -> torch.Tensor:
         """Logits of the last block's destination nodes, ``[num_dst, n_classes]``."""
-        h = x[: blocks[-1].num_dst_nodes()]
+        if self.ntype is not None:
+            x = x[self.ntype]
+        h = x[: blocks[-1].num_dst_nodes(self.ntype)]
         for index, layer in enumerate(self.layers):
             h = layer(h)
             if index != len(self.layers) - 1:

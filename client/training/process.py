@@ -8,8 +8,10 @@ in-process from ``part_config``.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -21,6 +23,7 @@ from graphstore.client import DistGraph, get_context, is_initialized
 from graphstore.client import device as devices
 from graphstore.client.training.collectives import rank_and_world
 from graphstore.client.training.config import TrainConfig
+from graphstore.errors import ServerError
 
 # The variable ``graphstore launch`` sets to the cluster YAML; DistGraph connects to its servers.
 LAUNCH_CONFIG_ENV = "GRAPHSTORE_CONFIG"
@@ -168,3 +171,24 @@ def setup_trainer(config: TrainConfig) -> TrainerProcess:
         mode="standalone" if get_context().standalone else "distributed",
         show_progress=show_progress,
     )
+
+
+def run_main(main: Callable[[], int], script: str) -> int:
+    """Run a training script's ``main``; a server lost on the way (or failing a call) ends the script
+    with one line naming it on stderr and exit code 1, instead of a traceback from a loader thread.
+
+    Args:
+        main: the script's body; returns its exit code.
+        script: the script's name, to start the line with.
+
+    Returns:
+        The exit code.
+    """
+    try:
+        return main()
+    except ServerError as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else repr(exc)
+        print(f"{script}: stopped: {first_line}", file=sys.stderr, flush=True)
+        # The client's clean-up at exit cannot reach the lost server either: that is said already.
+        logging.getLogger("graphstore.client").setLevel(logging.CRITICAL)
+        return 1

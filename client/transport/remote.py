@@ -357,15 +357,18 @@ class RemotePartition:
         replace: bool = False,
         prob: str | Sequence[str | None] | None = None,
         random_seed: int | None = None,
+        exclude_eids: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Sampled edges ``(src, dst, eid)`` (homogeneous global IDs) around seeds owned by this
-        partition; ``fanout`` and ``prob`` may give one value per edge type.
+        partition; ``fanout`` and ``prob`` may give one value per edge type; ``exclude_eids`` are never
+        drawn.
 
         Raises:
             ValueError: bad seeds, fanout, edge_dir or prob.
             KeyError: unknown prob tensor.
         """
         seeds = as_id_array(seeds, "seeds", one_dim=True)
+        exclude = None if exclude_eids is None else as_id_array(exclude_eids, "exclude_eids", one_dim=True)
         wire_dir = codec.edge_dir_to_wire(edge_dir)
         fanouts = [int(fanout)] if isinstance(fanout, (int, np.integer)) else [int(f) for f in fanout]
         budget = sum(f if f >= 0 else self._average_degree() * _DEGREE_MARGIN for f in fanouts)
@@ -382,6 +385,8 @@ class RemotePartition:
             elif prob:
                 request.probs[:] = [p or "" for p in prob]
             codec.write_ids(request.seeds, chunk)
+            if exclude is not None:
+                codec.write_ids(request.exclude_eids, exclude)
             if random_seed is not None:
                 request.has_random_seed = True
                 request.random_seed = int(random_seed) + index  # chunks draw different, reproducible streams

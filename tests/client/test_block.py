@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client import block as block_module
-from graphstore.client.block import Block, SampledSubgraph, compact_ids, to_block
+from graphstore.client import local_ids as block_module
+from graphstore.client.block import Block, to_block
 from graphstore.client.constants import EID, NID
+from graphstore.client.frontier import SampledSubgraph
+from graphstore.client.local_ids import compact_ids
 
 
 def random_frontier(rng, num_nodes=500, num_seeds=40, num_edges=300):

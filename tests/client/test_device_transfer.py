@@ -1,6 +1,6 @@
 """Where loader batches land (graphstore.client.dataloader.device_transfer): the device a loader or cache
 resolves to, the one function that moves a finished batch (every tensor of blocks, pair graphs, typed
-dicts, IDs), and CPU loaders with pinning off; the iterating thread hands each batch over."""
+blocks and dicts, IDs), and CPU loaders with pinning off; the iterating thread hands each batch over."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+from graphstore.client import api
 from graphstore.client.block import Block
 from graphstore.client.constants import NID
 from graphstore.client.dataloader import DistEdgeDataLoader, DistNodeDataLoader, PairGraph
@@ -23,7 +24,9 @@ from graphstore.client.dataloader.device_transfer import (
 )
 from graphstore.client.dataloader.prefetch import PrefetchIterator
 from graphstore.client.device import bind_device, unbind_device
+from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler, Uniform
+from tests.utils.typed_graphs import make_typed_partitions, relabeled_typed
 
 META = torch.device("meta")
 
@@ -236,3 +239,34 @@ def test_a_real_batch_moves_whole(standalone_graph):
     names = {"feat", NID}
     assert names <= set(moved[2][0].srcdata) and "label" in moved[2][-1].dstdata
     assert all(t.device == META for t in iter_tensors(moved))
+
+
+def test_a_typed_batch_moves_whole_with_its_frames_shared(tmp_path):
+    """Typed batches (dicts per node type, typed blocks and pair graphs) land on the device whole, and
+    a moved typed block's relation views still write into its per-type frames."""
+    result, arrays = make_typed_partitions(tmp_path, 2, "random")
+    new = relabeled_typed(result, arrays)
+    api.exit_client()
+    try:
+        g = DistGraph("typed", part_config=result.config_path)
+        train = torch.from_numpy(np.flatnonzero(new["nodes"]["paper"]["train_mask"]))
+        sampler = NeighborSampler([2, 2], prefetch_node_feats={"paper": ["feat"]})
+        nodes = DistNodeDataLoader(
+            g, {"paper": train}, sampler, batch_size=16, load_labels={"paper": "label"}
+        )
+        batch = next(iter(nodes))
+        moved = BatchTransfer(META, pin_memory=False).move(batch)
+        assert set(moved[0]) == set(batch[0]) and all(t.device == META for t in iter_tensors(moved))
+        block = moved[2][0]
+        assert block.srcdata["feat"]["paper"].device == META
+        writes = block[("author", "writes", "paper")]
+        writes.srcdata["h"] = torch.zeros(block.num_src_nodes("author"), 2, device=META)
+        assert "h" in block.srcnodes["author"].data
+        edges = DistEdgeDataLoader(
+            g, {"cites": torch.arange(40)}, NeighborSampler([2]), batch_size=20, negative_sampler=Uniform(1)
+        )
+        typed_pairs = BatchTransfer(META, pin_memory=False).move(next(iter(edges)))
+        assert all(t.device == META for t in iter_tensors(typed_pairs))
+        assert typed_pairs[1].num_edges(("paper", "cites", "paper")) == 20
+    finally:
+        api.exit_client()

@@ -8,8 +8,9 @@ import pytest
 import torch
 
 import graphstore.function as fn
-from graphstore.client.block import SampledSubgraph, to_block
+from graphstore.client.block import to_block
 from graphstore.client.dataloader import PairGraph
+from graphstore.client.frontier import SampledSubgraph
 
 NUM_NODES, NUM_DST, WIDTH = 30, 12, 5
 

@@ -7,8 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from graphstore.client.block import SampledSubgraph, to_block
+from graphstore.client.block import to_block
 from graphstore.client.constants import NID
+from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
 
 # torch warns once per process that sparse CSR tensors (used by the layers) are a beta feature.

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client.block import SampledSubgraph, to_block
+from graphstore.client.block import to_block
+from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.nn_graph_conv import GraphConv
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

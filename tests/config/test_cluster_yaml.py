@@ -105,7 +105,7 @@ def test_servers_are_sorted_by_partition(tmp_path):
 
 
 def test_example_configs_in_the_repo_are_valid():
-    for name in ("local-2part.yaml", "multi-host.yaml", "compose.yaml"):
+    for name in ("local-2part.yaml", "local-2part-mag.yaml", "multi-host.yaml", "compose.yaml"):
         config = load_cluster_config(REPO / "configs" / name, check_files=False)
         assert config.num_parts >= 2, name
 

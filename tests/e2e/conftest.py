@@ -138,6 +138,21 @@ def run_standalone(script: str, *args: str, timeout_s: float = 240.0, env: dict 
     return output
 
 
+def assert_same_first_epoch(standalone_json: Path, distributed_json: Path) -> tuple[dict, dict]:
+    """The metrics of a standalone and a distributed run: their modes, and identical first-epoch batch
+    losses (more than one batch). Returns both results."""
+    import json
+
+    standalone = json.loads(standalone_json.read_text())
+    distributed = json.loads(distributed_json.read_text())
+    assert standalone["mode"] == "standalone" and distributed["mode"] == "distributed"
+    losses_a = standalone["epochs"][0]["batch_losses_rank0"]
+    losses_b = distributed["epochs"][0]["batch_losses_rank0"]
+    assert len(losses_a) > 1
+    assert losses_a == losses_b
+    return standalone, distributed
+
+
 def short_run_args(part_config: str, metrics_json: Path) -> list[str]:
     """The flags of a short example run on the e2e graph: 2 epochs of small batches, figures written to
     ``metrics_json``, no model file."""

@@ -13,6 +13,7 @@ from pathlib import Path
 from tests.e2e.conftest import (
     GRAPH_NAME,
     NUM_CLASSES,
+    assert_same_first_epoch,
     example_command,
     last_line,
     run_standalone,
@@ -103,13 +104,7 @@ def test_standalone_and_distributed_first_epoch_losses_are_identical(e2e_graph, 
         e2e_graph, example_command("train_dist.py", *args, "--metrics-json", str(distributed_json)), 1
     )
     assert code == 0, output
-    standalone = json.loads(standalone_json.read_text())
-    distributed = json.loads(distributed_json.read_text())
-    assert standalone["mode"] == "standalone" and distributed["mode"] == "distributed"
-    losses_a = standalone["epochs"][0]["batch_losses_rank0"]
-    losses_b = distributed["epochs"][0]["batch_losses_rank0"]
-    assert len(losses_a) > 1
-    assert losses_a == losses_b
+    assert_same_first_epoch(standalone_json, distributed_json)
 
 
 def test_dgl_style_script_runs_under_launch_with_compat_imports(e2e_graph, launch_job, tmp_path):

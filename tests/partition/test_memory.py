@@ -2,6 +2,7 @@
 builds, and the figures a partition run records."""
 
 import json
+import mmap
 import os
 
 import numpy as np
@@ -23,8 +24,13 @@ def test_each_phase_reports_its_own_peak():
     meter = PhaseMeter()
     before = current_rss_bytes()
     with meter.phase("big"):
-        block = np.ones(128 << 20, dtype=np.uint8)  # 128 MiB, touched
+        # 128 MiB of fresh pages, touched: an anonymous mapping, not heap memory that an earlier test
+        # freed and glibc kept resident (raised trim threshold), which would not grow the RSS
+        pages = mmap.mmap(-1, 128 << 20)
+        block = np.frombuffer(pages, dtype=np.uint8)
+        block[:] = 1
         del block
+        pages.close()
     with meter.phase("small"):
         np.ones(1 << 10)
     assert meter.peak_bytes["big"] >= before + (120 << 20)

@@ -1,14 +1,15 @@
-"""What a kill -9 loses in each durability mode, measured on server processes: with ``wal`` no
-acknowledged write is lost (the log is replayed on top of the newest checkpoint, and truncated by each
-checkpoint); with ``checkpoint`` at most ``every_updates`` acknowledged writes are lost, and what is
-kept is a prefix of the history; in both modes the replay window survives the restart, so a request
-sent again after the restart is answered, not applied twice; a restore before the crash is not replayed
-from a folder a later save changed. A SIGTERM whose last checkpoint fails exits non-zero and logs what
-was not saved."""
+"""What a kill -9 loses in each durability mode, measured on server processes: with ``wal`` no acknowledged
+write is lost (the log is replayed on top of the newest checkpoint, and truncated by each checkpoint);
+with ``checkpoint`` at most ``every_updates`` acknowledged writes, or those of ``every_s`` seconds, are
+lost, and what is kept is a prefix of the history; in both modes the replay window survives the restart,
+so a request sent again after the restart is answered, not applied twice; a restore before the crash is
+not replayed from a folder a later save changed. A SIGTERM whose last checkpoint fails exits non-zero and
+logs what was not saved."""
 
 from __future__ import annotations
 
 import signal
+import time
 import uuid
 
 import numpy as np
@@ -91,6 +92,41 @@ def test_checkpoint_mode_kill9_loses_at_most_every_updates_writes(graph, servers
     assert WRITES - kept <= every, (kept, WRITES)
     step()  # the step is in the checkpoint, and so is its answer: not applied twice
     np.testing.assert_allclose(client.pull("emb", owned[:2]), ONE_STEP, rtol=1e-6)
+    client.close()
+
+
+def test_checkpoint_mode_kill9_loses_at_most_every_s_seconds_of_writes(graph, servers, tmp_path):
+    part_config, _, _ = graph
+    ckpt = tmp_path / "ckpt"
+    every_s = 0.05
+    args = ["--checkpoint-dir", str(ckpt), "--checkpoint-every-s", str(every_s)]
+    server, client, owned = _start(graph, servers, tmp_path, args)
+    # Write for several checkpoint periods: update i adds 1 to row i % rows, so the rows' sums tell how
+    # many updates a restored state holds and that they are the first ones. Keep when each write was
+    # sent and when it was answered.
+    rows = owned.size
+    sent, acked = [], []
+    deadline = time.monotonic() + 40 * every_s
+    while time.monotonic() < deadline:
+        row = len(sent) % rows
+        sent.append(time.monotonic())
+        client.push("seq", owned[row : row + 1], np.ones((1, 1), np.float32), op="add")
+        acked.append(time.monotonic())
+    writes = len(sent)
+    kill9(server)
+    assert list_checkpoints(ckpt, 0)
+
+    restart(server, part_config, ("--restore-latest",))
+    wait_started(server)
+    values = client.pull("seq", owned)[:, 0]
+    kept = int(values.sum())
+    prefix = np.bincount(np.arange(kept) % rows, minlength=rows).astype(np.float32)
+    np.testing.assert_array_equal(values, prefix)  # the first `kept` updates, none twice
+    assert 0 < kept <= writes
+    if kept < writes:
+        # The lost writes were all applied within every_s of the first of them: the last was sent
+        # (so applied after) less than every_s after the first was answered (so applied before).
+        assert sent[writes - 1] - acked[kept] < every_s, (kept, writes, sent[writes - 1] - acked[kept])
     client.close()
 
 

@@ -60,6 +60,9 @@ def test_guard_refuses_with_the_limit_and_the_value(graph_files):
         guard.sample(seeds[:1], 2**31 - 1, "in", True)
     assert exc.value.limit == "max_sampled_edges"
     guard.sample(seeds, 10, "in", False)  # fits
+    with pytest.raises(LimitExceededError, match="exclude_eids: 1001 IDs exceeds the limit max_request_rows"):
+        guard.sample(seeds, 10, "in", False, np.arange(1001, dtype=np.int64))
+    guard.sample(seeds, 10, "in", False, np.arange(1000, dtype=np.int64))  # fits
     with pytest.raises(LimitExceededError, match="1001 IDs exceeds the limit max_request_rows=1000"):
         guard.rows(1001, "ids")
     with pytest.raises(ValueError, match="13 dimensions .* max_tensor_dims=4"):

@@ -286,6 +286,32 @@ def test_weighted_sampling_never_draws_zero_weight_edges(partitions, graph_files
         part.sample_neighbors(seeds, 4, "in", prob="p")
 
 
+@pytest.mark.parametrize("edge_dir", ["in", "out"])
+def test_excluded_edges_are_never_drawn_and_seeds_sample_among_the_rest(partitions, graph_files, edge_dir):
+    ref = graph_files[2]
+    center_all = ref["dst"] if edge_dir == "in" else ref["src"]
+    rng = np.random.default_rng(4)
+    for k, part in enumerate(partitions):
+        seeds = owned_nodes(partitions, k)
+        # Exclude half of the seeds' edges (and some edges elsewhere, which change nothing).
+        around = np.flatnonzero(np.isin(center_all, seeds))
+        excluded = np.concatenate([rng.choice(around, around.size // 2, replace=False), [0, 1, 2]])
+        kept = np.setdiff1d(around, excluded)
+        remaining = np.bincount(center_all[kept], minlength=NUM_NODES)[seeds]
+        for replace in (False, True):
+            src, dst, eid = part.sample_neighbors(
+                seeds, 3, edge_dir, replace, random_seed=2, exclude_eids=excluded
+            )
+            assert not np.isin(eid, excluded).any()
+            np.testing.assert_array_equal(ref["src"][eid], src)
+            np.testing.assert_array_equal(ref["dst"][eid], dst)
+            counts = np.bincount(dst if edge_dir == "in" else src, minlength=NUM_NODES)[seeds]
+            expected = np.where(remaining > 0, 3, 0) if replace else np.minimum(remaining, 3)
+            np.testing.assert_array_equal(counts, expected)
+        _, _, every = part.sample_neighbors(seeds, -1, edge_dir, exclude_eids=excluded)
+        np.testing.assert_array_equal(np.sort(every), kept)
+
+
 def test_find_edges_in_subgraph_degrees_match_numpy(partitions, graph_files):
     ref = graph_files[2]
     src_all, dst_all = ref["src"], ref["dst"]

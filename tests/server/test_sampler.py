@@ -29,25 +29,43 @@ def test_expand_ranges_and_segment_index():
     fanout=st.sampled_from([-1, 0, 1, 3, 10, 60]),
     replace=st.booleans(),
     weighted=st.booleans(),
+    excluding=st.booleans(),
 )
-def test_fanout_rules_hold(seed, fanout, replace, weighted):
+def test_fanout_rules_hold(seed, fanout, replace, weighted, excluding):
     rng = np.random.default_rng(seed)
     indptr, deg = _csr(rng, 50, 80)
     seeds = rng.integers(0, 50, 30)
     weights = None
     if weighted:
         weights = rng.random(indptr[-1]) * (rng.random(indptr[-1]) < 0.6)
-    positions, seed_index = sampler.sample_neighbors_csr(
-        indptr, seeds, fanout, replace=replace, weights=weights, rng=np.random.default_rng(seed)
-    )
+    # Excluded positions (none unless ``excluding``): never drawn, the seeds sample among the rest.
+    drawable = np.ones(indptr[-1], dtype=bool)
+    if excluding:
+        drawable = rng.random(indptr[-1]) > 0.3
+        row_of = np.repeat(np.arange(50), deg)
+        affected = np.isin(seeds, row_of[~drawable])
+        positions, seed_index = sampler.sample_neighbors_avoiding(
+            indptr,
+            seeds,
+            fanout,
+            affected,
+            lambda candidates: ~drawable[candidates],
+            replace=replace,
+            weights=weights,
+            rng=np.random.default_rng(seed),
+        )
+        assert drawable[positions].all()
+    else:
+        positions, seed_index = sampler.sample_neighbors_csr(
+            indptr, seeds, fanout, replace=replace, weights=weights, rng=np.random.default_rng(seed)
+        )
     # Every sampled position lies inside its own seed's CSR segment.
     assert ((positions >= indptr[seeds][seed_index]) & (positions < indptr[seeds + 1][seed_index])).all()
+    usable = drawable if weights is None else drawable & (weights > 0)
+    avail = np.add.reduceat(np.append(usable, False).astype(np.int64), indptr[:-1])[seeds]
+    avail = np.where(deg[seeds] > 0, avail, 0)
     if weighted:
         assert (weights[positions] > 0).all()
-        avail = np.add.reduceat(np.append(weights > 0, False).astype(np.int64), indptr[:-1])[seeds]
-        avail = np.where(deg[seeds] > 0, avail, 0)
-    else:
-        avail = deg[seeds]
     counts = np.bincount(seed_index, minlength=len(seeds))
     if fanout == -1:
         expected = avail
@@ -59,10 +77,11 @@ def test_fanout_rules_hold(seed, fanout, replace, weighted):
     if not replace:
         keys = seed_index * (indptr[-1] + 1) + positions
         assert len(np.unique(keys)) == len(keys)  # distinct edges per seed
-    again = sampler.sample_neighbors_csr(
-        indptr, seeds, fanout, replace=replace, weights=weights, rng=np.random.default_rng(seed)
-    )
-    np.testing.assert_array_equal(positions, again[0])
+    if not excluding:
+        again = sampler.sample_neighbors_csr(
+            indptr, seeds, fanout, replace=replace, weights=weights, rng=np.random.default_rng(seed)
+        )
+        np.testing.assert_array_equal(positions, again[0])
 
 
 @pytest.mark.parametrize("fanout", [3, 100])  # Floyd and the random-key sort

@@ -52,3 +52,31 @@ def make_typed_partitions(tmp_path: Path, num_parts: int = 3, method: str = "met
         **kwargs,
     )
     return result, arrays
+
+
+def relabeled_typed(result, arrays: dict[str, np.ndarray]) -> dict:
+    """The typed graph in partitioned per-type IDs: what the servers serve.
+
+    Returns:
+        ``{"edges": {canonical etype: (src, dst)}, "nodes": {ntype: {name: rows}}}``: ``src`` / ``dst``
+        indexed by new per-type edge ID, holding new per-type node IDs; node arrays with row ``i`` for
+        new per-type node ID ``i``.
+    """
+    new_of_orig = {}
+    for ntype, orig in result.orig_nids_per_type.items():
+        inverse = np.empty(orig.size, dtype=np.int64)
+        inverse[orig] = np.arange(orig.size)
+        new_of_orig[ntype] = inverse
+    edges = {}
+    for canonical in CANONICAL_ETYPES:
+        key = ":".join(canonical)
+        orig_e = result.orig_eids_per_type[key]
+        src = new_of_orig[canonical[0]][arrays[f"edge/{key}/src"][orig_e]]
+        dst = new_of_orig[canonical[2]][arrays[f"edge/{key}/dst"][orig_e]]
+        edges[canonical] = (src, dst)
+    nodes = {ntype: {} for ntype in NUM_NODES}
+    for key, values in arrays.items():
+        parts = key.split("/")
+        if parts[0] == "node":
+            nodes[parts[1]][parts[2]] = values[result.orig_nids_per_type[parts[1]]]
+    return {"edges": edges, "nodes": nodes}

@@ -1,6 +1,6 @@
 """``dgl.distributed``'s graph services: neighbor sampling and edge look-ups on a DistGraph.
 
-:func:`sample_neighbors` returns a :class:`graphstore.client.block.SampledSubgraph` (global IDs, with
+:func:`sample_neighbors` returns a :class:`graphstore.client.frontier.SampledSubgraph` (global IDs, with
 ``edata[EID]``); ``dgl.to_block(frontier, seeds)`` turns it into a block as in DGL.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from graphstore.client import sampling as _sampling
-from graphstore.client.block import SampledSubgraph
+from graphstore.client.frontier import SampledSubgraph
 
 
 def _check_default(function: str, name: str, value, default) -> None:

@@ -8,9 +8,11 @@ import pytest
 
 from graphstore.client.training import (
     EmbeddingConfig,
+    RGCNConfig,
     TrainConfig,
     add_common_arguments,
     add_embedding_arguments,
+    add_rgcn_arguments,
     argument_parser,
     build_config,
     config_from_args,
@@ -127,3 +129,21 @@ def test_the_script_parser_has_every_common_flag_and_the_docstrings_first_line()
     assert parser.description == "Train a model."
     args = parser.parse_args(["--graph-name", "g", "--num-threads", "3", "--eval-mode", "layerwise"])
     assert (args.graph_name, args.num_threads, args.eval_mode) == ("g", 3, "layerwise")
+
+
+def test_the_rgcn_yaml_in_the_repo_and_the_rgcn_flags_fill_the_rgcn_config():
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="train_rgcn")
+    add_common_arguments(parser)
+    add_rgcn_arguments(parser)
+    yaml_path = Path(__file__).parents[3] / "configs" / "train-rgcn.yaml"
+    argv = ["--config", str(yaml_path), "--graph-name", "mag", "--num-bases", "2", "--model", "mlp"]
+    config = build_config(RGCNConfig, parser.parse_args(argv))
+    assert isinstance(config, RGCNConfig) and config.target_ntype == "paper"
+    assert (config.model, config.num_bases, config.regularizer, config.fanouts) == (
+        "mlp",
+        2,
+        "basis",
+        [10, 10],
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphstore.client.training import EmbeddingConfig, TrainConfig
+from graphstore.client.training import EmbeddingConfig, RGCNConfig, TrainConfig
 
 
 def test_the_defaults_with_a_graph_name_are_valid():
@@ -81,3 +81,18 @@ def test_sampler_fanouts_per_model():
     assert sage.training_fanouts() == [10, 25] and sage.inference_fanouts() == [-1, -1]
     mlp = TrainConfig(graph_name="g", model="mlp", eval_fanouts=[5, 5])
     assert mlp.training_fanouts() == [0] and mlp.inference_fanouts() == [0]
+
+
+def test_the_rgcn_config_takes_its_models_and_names_bad_settings():
+    RGCNConfig(graph_name="g").validate()
+    RGCNConfig(graph_name="g", model="mlp", layers=3).validate()
+    for overrides, message in [
+        ({"model": "sage"}, r"model must be one of \('rgcn', 'mlp'\), got 'sage'"),
+        ({"target_ntype": None}, "target_ntype is required"),
+        ({"regularizer": "lowrank"}, "regularizer must be one of .* got 'lowrank'"),
+        ({"num_bases": 0}, "num_bases, sparse_lr and init_scale must be positive, got 0"),
+        ({"eval_mode": "layerwise"}, "sampled inference, got 'layerwise'"),
+        ({"fanouts": [5], "layers": 2}, r"layers \(2\) must equal the number of fanouts"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            RGCNConfig(**{"graph_name": "g", **overrides}).validate()

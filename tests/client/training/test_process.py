@@ -1,8 +1,10 @@
 """Trainer set-up that needs no cluster: the standalone fallbacks of the collectives, the device and
-thread settings, and the error for a run with neither servers nor a partition config."""
+thread settings, the error for a run with neither servers nor a partition config, and the one-line end
+of a script whose server is lost."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 
 import pytest
@@ -17,8 +19,10 @@ from graphstore.client.training import (
     open_graph,
     rank_and_world,
     resolve_device,
+    run_main,
     set_threads,
 )
+from graphstore.errors import ServerUnavailableError
 
 CPU = torch.device("cpu")
 
@@ -75,3 +79,22 @@ def test_mixed_precision_settings():
         with pytest.raises(RuntimeError, match="amp 'fp16' on cpu needs torch >= 2.3"):
             make_grad_scaler(CPU, "fp16")
     assert not make_grad_scaler(CPU, "bf16").is_enabled()
+
+
+def test_a_lost_server_ends_the_script_with_one_line_naming_it(capsys):
+    def main() -> int:
+        raise ServerUnavailableError("127.0.0.1:50062", "UNAVAILABLE", "SampleNeighbors: Socket closed\nmore")
+
+    client_logger = logging.getLogger("graphstore.client")
+    level = client_logger.level
+    try:
+        assert run_main(main, "train_rgcn.py") == 1
+        # the clean-up at exit, which cannot reach the lost server either, adds no lines
+        assert not logging.getLogger("graphstore.client.dist_tensor").isEnabledFor(logging.WARNING)
+    finally:
+        client_logger.setLevel(level)
+    err = capsys.readouterr().err
+    assert (
+        err == "train_rgcn.py: stopped: server 127.0.0.1:50062: UNAVAILABLE: SampleNeighbors: Socket closed\n"
+    )
+    assert run_main(lambda: 0, "train_rgcn.py") == 0
