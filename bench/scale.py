@@ -101,13 +101,34 @@ def cluster_yaml(part_config: str, servers: int, trainers: int, folder: str) -> 
     return str(write_cluster_config(Path(template), Path(part_config), Path(folder) / "cluster.yaml"))
 
 
+def launch_trainers(part_config: str, trainers: int, trainer: list[str]) -> tuple[dict, float]:
+    """Run ``trainer`` (a command; ``--metrics-json PATH`` is appended) as ``trainers`` trainers beside one
+    server per partition of ``part_config``, under ``graphstore launch`` on this machine.
+
+    Returns:
+        The json the trainers wrote to ``PATH``, and the seconds from launch to exit.
+
+    Raises:
+        RuntimeError: the launch failed.
+    """
+    with open(part_config) as fh:
+        num_parts = json.load(fh)["num_parts"]
+    folder = tempfile.mkdtemp(prefix="gs-bench-")
+    cluster = cluster_yaml(part_config, num_parts, trainers, folder)
+    metrics = os.path.join(folder, "metrics.json")
+    start = time.perf_counter()
+    command = [*CLI, "launch", "--config", cluster, "--", *trainer, "--metrics-json", metrics]
+    proc = subprocess.run(command, cwd=REPO_ROOT, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"graphstore launch exited {proc.returncode}")
+    with open(metrics) as fh:
+        return json.load(fh), round(time.perf_counter() - start, 1)
+
+
 def run_epoch(args: argparse.Namespace) -> dict:
     before = machine()
     with open(args.part_config) as fh:
         config = json.load(fh)
-    folder = tempfile.mkdtemp(prefix="gs-scale-epoch-")
-    cluster = cluster_yaml(args.part_config, config["num_parts"], args.trainers, folder)
-    metrics = os.path.join(folder, "epoch.json")
     trainer = [
         sys.executable,
         os.path.join(REPO_ROOT, "bench", "scale_epoch.py"),
@@ -117,18 +138,11 @@ def run_epoch(args: argparse.Namespace) -> dict:
         os.path.abspath(args.part_config),
         "--config",
         os.path.join(REPO_ROOT, args.train_config),
-        "--metrics-json",
-        metrics,
         "--cache-remote",
         str(args.cache_remote),
         *(["--model", args.model] if args.model else []),
     ]
-    start = time.perf_counter()
-    proc = subprocess.run([*CLI, "launch", "--config", cluster, "--", *trainer], cwd=REPO_ROOT, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"graphstore launch exited {proc.returncode}")
-    with open(metrics) as fh:
-        figures = json.load(fh)
+    figures, launch_s = launch_trainers(args.part_config, args.trainers, trainer)
     return {
         "benchmark": "scale-epoch",
         "part_config": args.part_config,
@@ -136,7 +150,7 @@ def run_epoch(args: argparse.Namespace) -> dict:
         "trainers": args.trainers,
         "train_config": args.train_config,
         **figures,
-        "launch_to_exit_s": round(time.perf_counter() - start, 1),
+        "launch_to_exit_s": launch_s,
         "machine_before": before,
         "machine_after": machine(),
     }

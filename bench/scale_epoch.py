@@ -80,9 +80,9 @@ def process_peaks(part_config: str) -> dict[str, float]:
     return peaks
 
 
-def node_loader(g, nodes, config: TrainConfig, rank: int, device, features, labels, cache: float):
+def node_loader(g, nodes, config: TrainConfig, rank: int, device, features, labels, cache):
     """The training loader's settings (``make_train_loader``), with the features, labels and remote
-    feature cache given."""
+    feature cache given (``cache_remote_features``: a share, or ``{feature: RemoteFeatureCache}``)."""
     return DistNodeDataLoader(
         g,
         nodes,

@@ -26,7 +26,7 @@ from graphstore.client.constants import EID, NID
 from graphstore.client.frontier import SampledSubgraph, as_tensor
 from graphstore.client.graph_ops import GraphOps
 from graphstore.client.local_ids import compact_by_type, compact_ids
-from graphstore.client.relation_graph import RelationGraph
+from graphstore.client.relation_graph import DeviceCopies, RelationGraph, map_frames
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
 from graphstore.ids import as_id_array, check_id_range
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, CanonicalEtype, GraphSchema
@@ -43,7 +43,7 @@ class Adj(NamedTuple):
     size: tuple[int, int]
 
 
-class Block(RelationGraph, GraphOps):
+class Block(RelationGraph, GraphOps, DeviceCopies):
     """A bipartite message-flow graph for one GNN layer, with compact local node IDs per type.
 
     Source nodes of each type are ``0..num_src_nodes(ntype)-1``; the first ``num_dst_nodes(ntype)`` of
@@ -241,26 +241,17 @@ class Block(RelationGraph, GraphOps):
             return self._src_frames[ntype], self._num_src[ntype]
         return self._dst_frames[ntype], self._num_dst[ntype]
 
-    # -- devices ---------------------------------------------------------------------------------
-    def to(self, device, non_blocking: bool = False) -> Block:
-        """A copy of the block (structure and every data tensor) on ``device``."""
-        device = torch.device(device)
-
-        def move(tensor):
-            return tensor.to(device, non_blocking=non_blocking)
-
-        def move_frames(frames):
-            return {key: {name: move(t) for name, t in frame.items()} for key, frame in frames.items()}
-
+    # -- devices (to, pin_memory: DeviceCopies) ---------------------------------------------------
+    def _map_tensors(self, move) -> Block:
         out = Block.__new__(Block)
         out._attach(
             self._schema,
             {c: (move(src), move(dst)) for c, (src, dst) in self._edges.items()},
             self.srctypes,
             self.dsttypes,
-            move_frames(self._src_frames),
-            move_frames(self._dst_frames),
-            move_frames(self._edge_frames),
+            map_frames(self._src_frames, move),
+            map_frames(self._dst_frames, move),
+            map_frames(self._edge_frames, move),
             dict(self._num_src),
             dict(self._num_dst),
         )

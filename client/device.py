@@ -194,6 +194,12 @@ def group_device(group=None) -> torch.device:
     return collective_device(backend, _bound if _bound is not None else cuda_device())
 
 
+def pin_host_tensor(tensor: torch.Tensor) -> torch.Tensor:
+    """``tensor`` in pinned (page-locked) host memory, for non-blocking copies to a GPU: a copy from
+    torch's caching host allocator, unless it is pinned already; a GPU tensor as it is. Needs CUDA."""
+    return tensor if tensor.device.type != "cpu" or tensor.is_pinned() else tensor.pin_memory()
+
+
 def unbind_device() -> None:
     """Forget the bound device (``exit_client()`` calls this)."""
     global _bound

@@ -14,11 +14,37 @@ from collections.abc import Mapping
 
 import torch
 
+from graphstore.client.device import pin_host_tensor
 from graphstore.client.graph_ops import Relation
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view
 from graphstore.types import CanonicalEtype, GraphSchema
 
 EDGE_FORMS = ("uv", "all", "eid")
+
+
+def map_frames(frames: Mapping, move) -> dict:
+    """``{type: {name: move(tensor)}}`` of per-type frames."""
+    return {key: {name: move(tensor) for name, tensor in frame.items()} for key, frame in frames.items()}
+
+
+class DeviceCopies:
+    """``to(device)`` and ``pin_memory()`` of the graphs a loader moves (blocks, pair graphs): copies the
+    subclass makes in :meth:`_map_tensors`, so that its frames and the views that share them stay
+    shared."""
+
+    def to(self, device, non_blocking: bool = False):
+        """A copy of the graph (structure and every data tensor) on ``device``."""
+        device = torch.device(device)
+        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=non_blocking))
+
+    def pin_memory(self):
+        """A copy whose host tensors are in pinned (page-locked) memory, for non-blocking copies to a GPU
+        (needs CUDA); tensors already pinned or on a GPU are shared."""
+        return self._map_tensors(pin_host_tensor)
+
+    def _map_tensors(self, move):
+        """A copy of the graph with ``move`` applied to its structure and every data tensor."""
+        raise NotImplementedError
 
 
 class RelationGraph:

@@ -6,7 +6,11 @@ threads while the model trains on the current batch.
   the input features on ``blocks[0].srcdata`` and the labels on ``blocks[-1].dstdata``.
 - :class:`DistEdgeDataLoader`: link prediction: ``(input_nodes, pair_graph, [neg_pair_graph,] blocks)``
   with :class:`PairGraph` pairs.
-- :class:`RemoteFeatureCache`: an opt-in in-memory copy of the most-sampled remote nodes' features.
+- :class:`RemoteFeatureCache`: an opt-in copy of the hottest remote rows of a feature, in host or GPU
+  memory, with hit and pull counters (:class:`FeatureCacheStats`).
+
+The graph loaders put the whole batch on their ``device`` (:mod:`.device_transfer`: pinned staging and
+non-blocking copies on a side CUDA stream).
 
 Every loader yields the same number of batches on every trainer rank (DDP would hang otherwise):
 the ranks agree on the largest batch count (an all-reduce over ``torch.distributed`` when it is
@@ -17,7 +21,7 @@ initialized), and a rank with fewer batches adds full batches taken by wrapping 
 
 from graphstore.client.dataloader.dataset_loader import DistDataLoader
 from graphstore.client.dataloader.edge_loader import DistEdgeDataLoader
-from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
+from graphstore.client.dataloader.feature_cache import FeatureCacheStats, RemoteFeatureCache
 from graphstore.client.dataloader.node_loader import DistNodeDataLoader
 from graphstore.client.dataloader.pair_graph import PairGraph
 from graphstore.client.dataloader.prefetch import LOADER_THREAD_PREFIX
@@ -27,6 +31,7 @@ __all__ = [
     "DistDataLoader",
     "DistEdgeDataLoader",
     "DistNodeDataLoader",
+    "FeatureCacheStats",
     "PairGraph",
     "RemoteFeatureCache",
 ]

@@ -10,6 +10,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from graphstore.client.device import group_device
+
 
 def num_batches(num_items: int, batch_size: int, drop_last: bool) -> int:
     """How many batches ``num_items`` items make."""
@@ -67,9 +69,6 @@ def agree_on_batch_count(own_batches: int, num_items: int) -> tuple[int, int]:
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
         return own_batches, num_items
-    device = torch.device("cpu")
-    if dist.get_backend() == "nccl":
-        device = torch.device("cuda", torch.cuda.current_device())
-    counts = torch.tensor([own_batches, -num_items], dtype=torch.int64, device=device)
+    counts = torch.tensor([own_batches, -num_items], dtype=torch.int64, device=group_device())
     dist.all_reduce(counts, op=dist.ReduceOp.MAX)
     return int(counts[0]), -int(counts[1])

@@ -48,8 +48,8 @@ class DistEdgeDataLoader(GraphLoaderBase):
             of the reverse type of a batch edge ``u -> v``, given by ``reverse_etypes``).
         reverse_eids: for ``'reverse_id'``: ``reverse_eids[e]`` is the ID of edge ``e``'s reverse.
         reverse_etypes: for ``'reverse_types'``: ``{etype: its reverse edge type}`` (both ways, as DGL).
-        device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features: as in
-            DistNodeDataLoader.
+        device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features,
+            pin_memory: as in DistNodeDataLoader (the pair graphs land on ``device`` too).
 
     Raises:
         ValueError: an unknown ``exclude``; ``'reverse_id'`` without a full ``reverse_eids`` or on a typed
@@ -77,6 +77,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
         equal_batches: bool = True,
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
         reverse_etypes: Mapping | None = None,
+        pin_memory: bool | None = None,
     ):
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
@@ -85,7 +86,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
         self.items = LoaderItems(eids, "eids", schema.to_canonical_etype)
         if not self.items.typed and len(schema.canonical_etypes) > 1:
             raise ValueError(f"eids must be {{etype: IDs}} on a graph with edge types {schema.etypes}")
-        self._init_graph(g, sampler, device, load_features, None, cache_remote_features)
+        self._init_graph(g, sampler, device, load_features, None, cache_remote_features, pin_memory)
         self.reverse_eids = None
         if exclude == "reverse_id":
             if not schema.is_homogeneous:
@@ -145,11 +146,11 @@ class DistEdgeDataLoader(GraphLoaderBase):
             {c: torch.from_numpy(ids) for c, ids in batch.items()},
         )
         if negatives is None:
-            return self._move(input_nodes), self._move(pair), self._move(blocks)
+            return input_nodes, pair, blocks
         neg_pair = self._pair_graph(
             {c: (next(local_pairs), next(local_pairs)) for c in negatives}, seeds_t, None
         )
-        return self._move(input_nodes), self._move(pair), self._move(neg_pair), self._move(blocks)
+        return input_nodes, pair, neg_pair, blocks
 
     def _negatives(self, batch, pairs) -> dict:
         """Negative pairs per canonical type, in per-type IDs."""

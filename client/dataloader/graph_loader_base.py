@@ -1,19 +1,17 @@
 """What the node and edge loaders share: the graph and its sampler, the node data pulled for each batch
 (input features per node type, from memory-recycling buffers or a :class:`RemoteFeatureCache`; labels of
-the output nodes), and the move to the training device."""
+the output nodes), and the move of each finished batch to the loader's device (:mod:`.device_transfer`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-import torch
-
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.dataloader.data_names import FROM_GRAPH, default_feature_names, default_label_name
-from graphstore.client.dataloader.feature_cache import RemoteFeatureCache
+from graphstore.client.dataloader.device_transfer import BatchTransfer, resolve_device
+from graphstore.client.dataloader.feature_cache import FeatureCacheStats, RemoteFeatureCache
 from graphstore.client.dataloader.loader_base import LoaderBase
-from graphstore.client.dataloader.pair_graph import PairGraph
 
 # Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
 # training and the one being produced (more prefetch just allocates the extra batches afresh).
@@ -66,12 +64,22 @@ def node_data_plan(g, names, what: str) -> dict[str, tuple[str, ...]]:
 
 
 class GraphLoaderBase(LoaderBase):
-    """Node data pulls and device moves shared by the node and edge loaders."""
+    """Node data pulls and device moves shared by the node and edge loaders.
 
-    def _init_graph(self, g, sampler, device, load_features, load_labels, cache_remote_features=0.0) -> None:
+    The loader's device is ``device`` when given, else the sampler's ``output_device`` when it has one,
+    else the trainer's bound device, else the CPU; the whole batch (IDs, blocks and their data,
+    features, labels; every node type's) lands there.
+    """
+
+    def _init_graph(
+        self, g, sampler, device, load_features, load_labels, cache_remote_features=0.0, pin_memory=None
+    ) -> None:
         self.g = g
         self.graph_sampler = sampler
-        self.device = torch.device(device) if device is not None else None
+        if device is None:
+            device = getattr(sampler, "output_device", None)
+        self.device = resolve_device(device)
+        self._transfer = BatchTransfer(self.device, pin_memory)
         if load_features is FROM_GRAPH or load_features is None:
             load_features = getattr(sampler, "prefetch_node_feats", None) or default_feature_names(g)
         if load_labels is FROM_GRAPH:
@@ -91,7 +99,18 @@ class GraphLoaderBase(LoaderBase):
         elif cache_remote_features:
             edge_dir = getattr(sampler, "edge_dir", "in")
             for name in self.load_features:
-                self.feature_caches[name] = RemoteFeatureCache(g, name, cache_remote_features, edge_dir)
+                self.feature_caches[name] = RemoteFeatureCache(
+                    g, name, cache_remote_features, edge_dir, device=self.device
+                )
+
+    @property
+    def pin_memory(self) -> bool:
+        """Whether host tensors are staged in pinned memory."""
+        return self._transfer.pin_memory
+
+    def cache_stats(self, reset: bool = False) -> dict[str, FeatureCacheStats]:
+        """``{feature: counters}`` of the loader's feature caches (see :meth:`RemoteFeatureCache.stats`)."""
+        return {name: cache.stats(reset) for name, cache in self.feature_caches.items()}
 
     def _attach(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
         """Pull the input features into ``blocks[0]``'s source frames and the labels of ``output_nodes``
@@ -115,13 +134,9 @@ class GraphLoaderBase(LoaderBase):
             for name in names:
                 frame[name] = self.g.nodes[ntype].data[name][ids]
 
-    def _move(self, obj):
-        if self.device is None:
-            return obj
-        if isinstance(obj, (Block, PairGraph, torch.Tensor)):
-            return obj.to(self.device)
-        if isinstance(obj, list):
-            return [self._move(o) for o in obj]
-        if isinstance(obj, dict):
-            return {key: self._move(value) for key, value in obj.items()}
-        return obj
+    def _make_batch(self, positions):
+        with self._transfer.producing():
+            return self._transfer.stage(self._produce(positions))
+
+    def _deliver_batch(self, staged):
+        return self._transfer.deliver(staged)

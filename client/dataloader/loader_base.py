@@ -68,6 +68,14 @@ class LoaderBase:
     def _produce(self, positions: np.ndarray):
         raise NotImplementedError
 
+    def _make_batch(self, positions: np.ndarray):
+        """What the worker threads run for one batch (loaders that move batches wrap :meth:`_produce`)."""
+        return self._produce(positions)
+
+    def _deliver_batch(self, batch):
+        """What the iterating thread does with a made batch before yielding it."""
+        return batch
+
     def __iter__(self) -> PrefetchIterator:
         plan = batch_plan(
             self._num_items, self.batch_size, self._num_batches, self.drop_last, self._epoch_order()
@@ -75,7 +83,9 @@ class LoaderBase:
         self._epoch += 1
         ctx = current_context()
         nice = ctx.background_nice if ctx is not None else DEFAULT_BACKGROUND_NICE
-        iterator = PrefetchIterator(self._produce, plan, self.prefetch, self.num_workers, nice)
+        iterator = PrefetchIterator(
+            self._make_batch, plan, self.prefetch, self.num_workers, nice, deliver=self._deliver_batch
+        )
         self._iterators.add(iterator)
         return iterator
 

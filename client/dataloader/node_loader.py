@@ -26,7 +26,9 @@ class DistNodeDataLoader(GraphLoaderBase):
             ``{ntype: IDs or mask}``.
         sampler: a :class:`~graphstore.client.samplers.NeighborSampler` (anything with ``sample_blocks``).
         batch_size, shuffle, drop_last: as in PyTorch.
-        device: where to put the blocks and their data (default: CPU).
+        device: where the whole batch lands (IDs, blocks, features, labels): ``"cpu"``, ``"cuda"`` (the
+            trainer's GPU) or ``"cuda:N"``; default: the sampler's ``output_device``, else the trainer's
+            bound device, else the CPU (see :mod:`.device_transfer`).
         load_features: node features to pull for the input nodes: names (for every node type that has
             them) or ``{ntype: names}``; default (or None): the sampler's ``prefetch_node_feats``, else
             the graph's features (``feat``, else its floating ``[N, D]`` arrays; see :mod:`.data_names`).
@@ -39,7 +41,10 @@ class DistNodeDataLoader(GraphLoaderBase):
         equal_batches: agree with the other trainer ranks on the batch count.
         cache_remote_features: keep this share (0..1) of the other partitions' nodes' input features
             in memory, chosen by degree (see :class:`RemoteFeatureCache`); 0 caches nothing; or a
-            ``{feature: RemoteFeatureCache}`` mapping to share caches between loaders.
+            ``{feature: RemoteFeatureCache}`` mapping to share caches between loaders. A cache made
+            here is held on ``device``.
+        pin_memory: stage host tensors in pinned memory for non-blocking copies; default: on when
+            ``device`` is a GPU.
 
     Raises:
         KeyError: a feature or label name the graph does not have.
@@ -62,9 +67,10 @@ class DistNodeDataLoader(GraphLoaderBase):
         seed: int | None = None,
         equal_batches: bool = True,
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
+        pin_memory: bool | None = None,
     ):
         self.items = LoaderItems(nids, "nids", lambda ntype: g.ntypes[g.get_ntype_id(ntype)])
-        self._init_graph(g, sampler, device, load_features, load_labels, cache_remote_features)
+        self._init_graph(g, sampler, device, load_features, load_labels, cache_remote_features, pin_memory)
         super().__init__(
             len(self.items), batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
         )
@@ -73,4 +79,4 @@ class DistNodeDataLoader(GraphLoaderBase):
         seeds = self.items.take(positions)
         input_nodes, output_nodes, blocks = self.graph_sampler.sample_blocks(self.g, seeds)
         self._attach(input_nodes, output_nodes, blocks)
-        return self._move(input_nodes), self._move(output_nodes), self._move(blocks)
+        return input_nodes, output_nodes, blocks

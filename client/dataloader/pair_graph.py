@@ -8,14 +8,14 @@ import torch
 
 from graphstore.client.constants import EID, NID
 from graphstore.client.graph_ops import GraphOps
-from graphstore.client.relation_graph import RelationGraph
+from graphstore.client.relation_graph import DeviceCopies, RelationGraph, map_frames
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, CanonicalEtype, GraphSchema
 
 _HOMOGENEOUS = GraphSchema()
 
 
-class PairGraph(RelationGraph, GraphOps):
+class PairGraph(RelationGraph, GraphOps, DeviceCopies):
     """The edges of a link-prediction batch (positive or negative pairs) over compact node IDs.
 
     Its nodes are the batch's seed nodes (the output nodes of the blocks, same order, per type):
@@ -125,24 +125,13 @@ class PairGraph(RelationGraph, GraphOps):
             self._relations[canonical] = view
         return view
 
-    def to(self, device, non_blocking: bool = False) -> PairGraph:
-        """A copy on ``device``."""
-
-        def move_frames(frames):
-            return {
-                key: {name: t.to(device, non_blocking=non_blocking) for name, t in frame.items()}
-                for key, frame in frames.items()
-            }
-
+    def _map_tensors(self, move) -> PairGraph:
         out = PairGraph.__new__(PairGraph)
         out._attach(
             self._schema,
-            {
-                c: (src.to(device, non_blocking=non_blocking), dst.to(device, non_blocking=non_blocking))
-                for c, (src, dst) in self._edges.items()
-            },
-            move_frames(self._node_frames),
-            move_frames(self._edge_frames),
+            {c: (move(src), move(dst)) for c, (src, dst) in self._edges.items()},
+            map_frames(self._node_frames, move),
+            map_frames(self._edge_frames, move),
         )
         return out
 

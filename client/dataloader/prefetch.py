@@ -1,8 +1,10 @@
 """Batches produced in order by a small thread pool, a few ahead of the training loop.
 
-An exception raised while producing a batch is raised by ``next()`` for that batch, and leaving the
-loop early (``break``, an exception, garbage collection of the iterator) cancels the batches not
-started and joins the threads.
+Each batch is made by ``produce`` (in a worker thread) and handed over by ``deliver`` (in the thread
+that iterates: e.g. making the training loop's CUDA stream wait for the batch's copies). An exception
+raised while producing a batch is raised by ``next()`` for that batch, and leaving the loop early
+(``break``, an exception, garbage collection of the iterator) cancels the batches not started and joins
+the threads.
 """
 
 from __future__ import annotations
@@ -18,11 +20,17 @@ from graphstore.priority import lower_thread_priority
 LOADER_THREAD_PREFIX = "graphstore-loader"
 
 
+def _identity(batch):
+    return batch
+
+
 class PrefetchIterator:
-    """Produces ``produce(item)`` for each item of ``items`` in order, ``prefetch`` ahead in worker threads.
+    """Yields ``deliver(produce(item))`` for each item of ``items`` in order, ``produce`` running
+    ``prefetch`` items ahead in worker threads and ``deliver`` in the iterating thread.
 
     ``prefetch=0`` produces each batch in the caller's thread when asked (no threads). The worker
-    threads run ``background_nice`` lower than normal (see :mod:`graphstore.priority`).
+    threads run ``background_nice`` lower than normal (see :mod:`graphstore.priority`). ``deliver``
+    defaults to the identity.
     """
 
     def __init__(
@@ -32,8 +40,10 @@ class PrefetchIterator:
         prefetch: int,
         num_workers: int = 1,
         background_nice: int = 0,
+        deliver: Callable | None = None,
     ):
         self._produce = produce
+        self._deliver = deliver if deliver is not None else _identity
         self._items = items
         self._prefetch = max(0, int(prefetch))
         self._next_submit = 0
@@ -66,7 +76,7 @@ class PrefetchIterator:
                 raise StopIteration
             item = self._items[self._next_yield]
             self._next_yield += 1
-            return self._produce(item)
+            return self._deliver(self._produce(item))
         if not self._pending:
             self.close()
             raise StopIteration
@@ -78,7 +88,7 @@ class PrefetchIterator:
             self.close()
             raise
         self._next_yield += 1
-        return result
+        return self._deliver(result)
 
     def close(self) -> None:
         """Cancel the batches not started, wait for the running ones, end the threads. Idempotent."""

@@ -26,22 +26,8 @@ def cuda(index: int) -> torch.device:
     return torch.device("cuda", index)
 
 
-@pytest.fixture(autouse=True)
-def _unbound():
-    unbind_device()
-    yield
-    unbind_device()
-
-
-@pytest.fixture
-def two_gpus(monkeypatch):
-    """A process that sees 2 GPUs (CUDA faked: nothing touches a device)."""
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
-    made_current = []
-    monkeypatch.setattr(torch.cuda, "set_device", made_current.append)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    return made_current
+# No device bound before or after each test; ``two_gpus`` fakes a process that sees 2 GPUs (conftest).
+pytestmark = pytest.mark.usefixtures("unbound_device")
 
 
 @pytest.mark.parametrize(
