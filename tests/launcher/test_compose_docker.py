@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import time
 import uuid
@@ -192,6 +193,29 @@ def test_a_killed_server_fails_the_trainer_with_one_line_naming_it(project):
         after = [line for line in lines[last_epoch + 1 :] if line.strip()]
         assert len(after) == 1 and ERROR_LINE.match(after[0]), "\n".join(lines[-40:])
     finally:
+        project.compose("stop", files=files, timeout_s=120)
+
+
+def test_in_the_foreground_a_killed_server_ends_the_run_with_the_trainer_stopped_by_sigterm(project):
+    """``up --exit-code-from`` stops every container once one exits; the trainer (under ``init: true``)
+    ends on the stop signal instead of ignoring it as a PID 1 would (then SIGKILL, 137)."""
+    files = (COMPOSE, project.trainer_override(epochs=100000))
+    chosen = [word for path in files for word in ("-f", str(path))]
+    up = subprocess.Popen(
+        ["docker", "compose", "-p", project.name, *chosen, "up", "--exit-code-from", "trainer"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: "epoch   2" in project.logs("trainer"), 300, "trainer epoch 2", interval_s=0.5)
+        assert project.compose("kill", "server-1", files=files).returncode == 0
+        assert up.wait(timeout=120) == 128 + signal.SIGTERM
+        assert project.states()["trainer"]["ExitCode"] == 128 + signal.SIGTERM
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait(30)
         project.compose("stop", files=files, timeout_s=120)
 
 
