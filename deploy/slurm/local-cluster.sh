@@ -22,6 +22,15 @@ stop() {
       kill "$(cat "$STATE/$daemon.pid")"
     fi
   done
+  # munged only when this script started it (a host may run munge for other uses).
+  if [ -f "$STATE/munged.started" ]; then
+    pid=$(cat /run/munge/munged.pid 2>/dev/null || true)
+    if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then
+      say "stopping munged (pid $pid)"
+      kill "$pid"
+    fi
+    rm -f "$STATE/munged.started"
+  fi
 }
 
 if [ "${1:-start}" = stop ]; then
@@ -37,6 +46,7 @@ if ! munge -n >/dev/null 2>&1; then
   say "starting munged"
   [ -f /etc/munge/munge.key ] || { mungekey --create 2>/dev/null || create-munge-key; }
   runuser -u munge -- /usr/sbin/munged
+  touch "$STATE/munged.started"
 fi
 
 if [ ! -f "$CONF" ]; then
