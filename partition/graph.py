@@ -186,18 +186,16 @@ def validate_graph(graph: GraphData) -> None:
                     f"{end_name}{where} has node ID {hi} >= num_nodes={graph.nodes_per_type[t]}"
                     + ("" if schema.is_homogeneous else f" of node type {ntype!r}")
                 )
-    for ntype, arrays in graph.node_data.items():
-        rows = graph.nodes_per_type[schema.ntype_id(ntype)]
-        for name, arr in arrays.items():
-            if arr.ndim == 0 or arr.shape[0] != rows:
-                label = repr(name) if schema.is_homogeneous else f"{ntype}/{name}"
-                raise ValueError(f"node array {label} has shape {arr.shape}; expected {rows} rows")
-    for key, arrays in graph.edge_data.items():
-        rows = graph.edges_per_type[schema.etype_id(key)]
-        for name, arr in arrays.items():
-            if arr.ndim == 0 or arr.shape[0] != rows:
-                label = repr(name) if schema.is_homogeneous else f"{key}/{name}"
-                raise ValueError(f"edge array {label} has shape {arr.shape}; expected {rows} rows")
+    for kind, data, counts, type_id in (
+        ("node", graph.node_data, graph.nodes_per_type, schema.ntype_id),
+        ("edge", graph.edge_data, graph.edges_per_type, schema.etype_id),
+    ):
+        for type_name, arrays in data.items():
+            rows = counts[type_id(type_name)]
+            for name, arr in arrays.items():
+                if arr.ndim == 0 or arr.shape[0] != rows:
+                    label = repr(name) if schema.is_homogeneous else f"{type_name}/{name}"
+                    raise ValueError(f"{kind} array {label} has shape {arr.shape}; expected {rows} rows")
     if schema.is_homogeneous:
         node_names = set(next(iter(graph.node_data.values()), {}))
         edge_names = set(next(iter(graph.edge_data.values()), {}))
