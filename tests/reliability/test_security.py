@@ -16,7 +16,7 @@ from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerError, ServerUnavailableError
 from graphstore.launcher.control import SERVING, UNREACHABLE, probe_health, request_shutdown
 from graphstore.rpc import RpcPolicy
-from graphstore.server.main import ServerConfig
+from graphstore.server.server_config import ServerConfig
 from tests.launcher.helpers import TRAINER_SCRIPT, server_command, start_logged
 from tests.reliability.helpers import (
     ServerProc,
