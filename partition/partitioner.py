@@ -22,7 +22,8 @@ from graphstore.partition.assignment import (
     check_num_parts,
     edge_cut_fraction,
 )
-from graphstore.partition.graph import GraphData, graph_from_arrays, load_graph, validate_graph
+from graphstore.partition.graph import GraphData, graph_from_arrays, validate_graph
+from graphstore.partition.graph_files import load_graph
 from graphstore.partition.input_adapters import graph_from_object, is_graph_object, rename_arrays
 from graphstore.partition.memory import PhaseMeter
 from graphstore.partition.relabel import relabel

@@ -4,7 +4,8 @@
 :func:`serve` runs it behind gRPC with the settings of a :class:`ServerConfig`.
 """
 
-from graphstore.server.main import ServerConfig, serve
+from graphstore.server.main import serve
 from graphstore.server.partition_server import PartitionServer
+from graphstore.server.server_config import ServerConfig
 
 __all__ = ["PartitionServer", "ServerConfig", "serve"]

@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-DURABILITY_MODES = ("checkpoint", "wal")
-
 
 class Durability:
     """No durability: every answer leaves at once (the base of the other modes)."""

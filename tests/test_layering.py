@@ -39,15 +39,9 @@ FOLDER_LAYERS = {
     "examples": "user",
     "bench": "user",
 }
-# Import name under ``graphstore.`` -> layer; any other ``graphstore.X`` is a root module.
-PACKAGE_LAYERS = {
-    "protos": "protos",
-    "partition": "partition",
-    "server": "server",
-    "client": "client",
-    "compat": "compat",
-    "launcher": "launcher",
-}
+# Import name under ``graphstore.`` -> layer (the folders whose layer is their own name); any other
+# ``graphstore.X`` is a root module.
+PACKAGE_LAYERS = {folder: layer for folder, layer in FOLDER_LAYERS.items() if folder == layer}
 ALLOWED = {
     "root": {"root"},
     "protos": {"root", "protos"},

@@ -151,7 +151,7 @@ def limits_from_args(args: argparse.Namespace) -> RequestLimits:
 
 def run(args: argparse.Namespace) -> int:
     """Run the server until SIGTERM / SIGINT / a Shutdown call; returns the exit code."""
-    from graphstore.server.main import ServerConfig, serve
+    from graphstore.server import ServerConfig, serve
 
     config = dataclass_from_args(
         ServerConfig,

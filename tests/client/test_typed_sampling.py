@@ -18,6 +18,7 @@ from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.sampling import sample_neighbors
 from graphstore.launcher.local_servers import start_servers
 from tests.client.test_dist_tensor import cluster_config, unique_name
+from tests.utils.sampling import expected_sample_counts
 from tests.utils.typed_graphs import CANONICAL_ETYPES, NUM_NODES, make_typed_partitions, relabeled_typed
 
 NUM_PARTS = 3
@@ -86,13 +87,7 @@ def check_frontier(frontier, new, fanouts, edge_dir="in", replace=False, exclude
         deg = degrees(new, canonical, edge_dir, excluded)
         center = dst if edge_dir == "in" else src
         got = np.bincount(center, minlength=deg.size)
-        fanout = fanouts[canonical]
-        if fanout == -1:
-            expected = deg
-        elif replace:
-            expected = np.where(deg > 0, fanout, 0)
-        else:
-            expected = np.minimum(deg, fanout)
+        expected = expected_sample_counts(deg, fanouts[canonical], replace)
         np.testing.assert_array_equal(got, expected, err_msg=str(canonical))
         if not replace:
             assert np.unique(eid).size == eid.size

@@ -14,14 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.launcher.helpers import LaunchRun, free_ports, kill_pids, wait_gone, write_cluster
+from tests.launcher.helpers import LaunchRun, clean_env, free_ports, kill_pids, wait_gone, write_cluster
 from tests.utils.graphs import make_graph
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = ("partition_graph.py", "node_classification.py", "unsupervised.py")
 NUM_CLASSES = 4
 CHANCE = 1 / NUM_CLASSES
-CLUSTER_VARIABLES = ("GRAPHSTORE_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
 NC_ARGS = [
     "--num_epochs",
     "8",
@@ -48,14 +47,6 @@ UNSUP_ARGS = [
 ]
 
 
-def _env() -> dict[str, str]:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_VARIABLES}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
 def _run(script: str, *args: str, cwd: Path) -> str:
     proc = subprocess.run(
         [sys.executable, str(HERE / script), *args],
@@ -63,7 +54,7 @@ def _run(script: str, *args: str, cwd: Path) -> str:
         text=True,
         timeout=300,
         cwd=str(cwd),
-        env=_env(),
+        env=clean_env(),
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode == 0, f"{script} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}"
@@ -145,7 +136,7 @@ def _launch(tmp_path: Path, part_config: str, script: str, args: list[str]) -> s
     cluster = write_cluster(folder, part_config, free_ports(2), graph_name="small", trainers_per_host=2)
     (folder / "ip_config.txt").write_text("127.0.0.1\n")  # DGL's form: the machine, DGL's default port
     command = [sys.executable, str(HERE / script), "--ip_config", str(folder / "ip_config.txt"), *args]
-    run = LaunchRun(["--config", str(cluster), "--", *command], folder / "launch.log", env=_env())
+    run = LaunchRun(["--config", str(cluster), "--", *command], folder / "launch.log", env=clean_env())
     try:
         code = run.wait(300)
         leftovers = wait_gone(run.child_pids(), timeout_s=15)

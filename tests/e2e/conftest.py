@@ -3,7 +3,6 @@ runners for ``graphstore launch`` and standalone example runs that always end th
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -11,29 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.launcher.helpers import CLI, REPO, LaunchRun, free_ports, kill_pids, wait_gone, write_cluster
+from tests.launcher.helpers import (
+    CLI,
+    REPO,
+    LaunchRun,
+    clean_env,
+    free_ports,
+    kill_pids,
+    wait_gone,
+    write_cluster,
+)
 from tests.utils.graphs import make_partitioned_graph, relabeled
 
 GRAPH_NAME = "e2e"
 NUM_CLASSES = 4
 EXAMPLES = REPO / "examples"
-# Variables of a launched trainer; a standalone run must not inherit them from the test's environment.
-CLUSTER_VARIABLES = (
-    "GRAPHSTORE_CONFIG",
-    "MASTER_ADDR",
-    "MASTER_PORT",
-    "RANK",
-    "LOCAL_RANK",
-    "WORLD_SIZE",
-    "LOCAL_WORLD_SIZE",
-    "GROUP_RANK",
-)
-
-
-def clean_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_VARIABLES}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 def run_cli(args: list[str], timeout_s: float = 120.0) -> subprocess.CompletedProcess:

@@ -20,6 +20,39 @@ from tests.utils.wait import wait_until
 REPO = Path(__file__).resolve().parents[2]
 TRAINER_SCRIPT = str(Path(__file__).resolve().parent / "trainer_script.py")
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
+# Variables of a launched trainer; a run a test starts itself must not inherit them from the test's
+# environment (a stray RANK or GRAPHSTORE_CONFIG would make it join the wrong cluster).
+CLUSTER_VARIABLES = (
+    "GRAPHSTORE_CONFIG",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "LOCAL_WORLD_SIZE",
+    "GROUP_RANK",
+)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without :data:`CLUSTER_VARIABLES`, unbuffered, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_VARIABLES}
+    return {**env, "PYTHONUNBUFFERED": "1", **extra}
+
+
+def start_logged(command: list[str], log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen:
+    """``command`` in its own session (so :func:`end_process_group` ends all it started), run from the
+    repository root with no stdin, its stdout and stderr in ``log_path``; ``env`` None inherits ours."""
+    with open(log_path, "w") as log:
+        return subprocess.Popen(
+            command,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=str(REPO),
+            env=None if env is None else dict(env),
+        )
 
 
 def pid_alive(pid: int) -> bool:
@@ -125,16 +158,7 @@ class LaunchRun:
         subcommand: str = "launch",
     ):
         self.log_path = log_path
-        self._log = open(log_path, "w")
-        self.proc = subprocess.Popen(
-            [*prefix, *CLI, subcommand, *args],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=str(REPO),
-            env=dict(os.environ if env is None else env),
-        )
+        self.proc = start_logged([*prefix, *CLI, subcommand, *args], log_path, env)
 
     def wait(self, timeout_s: float = 120.0) -> int:
         try:
@@ -147,7 +171,6 @@ class LaunchRun:
 
     @property
     def output(self) -> str:
-        self._log.flush()
         return self.log_path.read_text()
 
     def child_pids(self) -> list[int]:
@@ -158,22 +181,26 @@ class LaunchRun:
         pids = self.child_pids()
         end_process_group(self.proc)
         kill_pids(pids)
-        self._log.close()
+
+
+def server_command(part_config: str | Path, part_id: int, port: int | str, *extra: str) -> list[str]:
+    """The ``graphstore server`` command line serving ``part_id`` of ``part_config`` on ``port``."""
+    return [
+        *CLI,
+        "server",
+        "--part-config",
+        str(part_config),
+        "--part-id",
+        str(part_id),
+        "--port",
+        str(port),
+        *extra,
+    ]
 
 
 def start_server_process(part_config: str, part_id: int, port: int, log_path: Path) -> subprocess.Popen:
     """A ``graphstore server`` subprocess (its own session) serving ``part_id`` on loopback."""
-    log = open(log_path, "w")
-    try:
-        return subprocess.Popen(
-            [*CLI, "server", "--part-config", part_config, "--part-id", str(part_id), "--port", str(port)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    finally:
-        log.close()
+    return start_logged(server_command(part_config, part_id, port), log_path)
 
 
 def wait_serving(addresses: list[str], procs: list[subprocess.Popen], timeout_s: float = 60.0) -> None:

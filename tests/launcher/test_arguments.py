@@ -55,7 +55,7 @@ def test_every_command_parses_its_arguments():
 def test_the_durability_settings_reach_the_server_and_are_checked_there():
     from graphstore.config import parse_cluster_config
     from graphstore.launcher.process_commands import server_command
-    from graphstore.server.main import ServerConfig
+    from graphstore.server.server_config import ServerConfig
 
     document = {
         "servers": [{"host": "127.0.0.1", "port": 50051}],

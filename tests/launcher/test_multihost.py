@@ -12,8 +12,6 @@ Needs root (``ip netns add``); skipped cleanly when that is not permitted.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -22,21 +20,21 @@ import uuid
 import pytest
 import yaml
 
-from tests.launcher.helpers import TRAINER_SCRIPT, kill_pids, wait_for_pid_files, wait_gone
+from tests.launcher.helpers import TRAINER_SCRIPT, wait_for_pid_files, wait_gone
+from tests.utils.netns import (
+    add_namespace,
+    add_veth,
+    delete_namespaces,
+    ip,
+    namespace_pids,
+    netns_exec,
+    require_netns,
+)
 
 pytestmark = pytest.mark.netns
 
 REMOTE_EXEC = "ip netns exec {host} {command}"
 SERVER_PORT = 50051
-
-
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=check)
-
-
-def namespace_pids(name: str) -> list[int]:
-    result = ip("netns", "pids", name, check=False)
-    return [int(pid) for pid in result.stdout.split()] if result.returncode == 0 else []
 
 
 class Namespaces:
@@ -50,30 +48,17 @@ class Namespaces:
 
     def create(self) -> None:
         for name in (self.a, self.b, self.c):
-            ip("netns", "add", name)
-            self.created.append(name)
-            ip("-n", name, "link", "set", "lo", "up")
+            add_namespace(name, self.created)
         for index, (name, subnet) in enumerate(((self.a, "10.231.1"), (self.b, "10.231.2"))):
-            inside, outside = f"{name}v", f"{self.c}{index}"
-            ip("link", "add", inside, "netns", name, "type", "veth", "peer", "name", outside, "netns", self.c)
-            ip("-n", name, "addr", "add", f"{subnet}.2/24", "dev", inside)
-            ip("-n", name, "link", "set", inside, "up")
-            ip("-n", self.c, "addr", "add", f"{subnet}.1/24", "dev", outside)
-            ip("-n", self.c, "link", "set", outside, "up")
+            add_veth((name, f"{name}v", f"{subnet}.2/24"), (self.c, f"{self.c}{index}", f"{subnet}.1/24"))
 
     def delete(self) -> None:
-        for name in self.created:
-            kill_pids(namespace_pids(name))  # only processes this test started live in these namespaces
-        for name in self.created:
-            ip("netns", "del", name, check=False)
+        delete_namespaces(self.created)
 
 
 @pytest.fixture
 def namespaces():
-    if sys.platform != "linux" or shutil.which("ip") is None:
-        pytest.skip("needs Linux and iproute2's `ip`")
-    if os.geteuid() != 0:
-        pytest.skip("`ip netns add` needs root")
+    require_netns()
     spaces = Namespaces()
     try:
         spaces.create()
@@ -112,7 +97,7 @@ def test_servers_in_two_namespaces_trainers_in_a_third(namespaces, small_graph, 
     run = launcher(
         ["--config", str(config), "--remote-exec", REMOTE_EXEC, "--"]
         + [sys.executable, TRAINER_SCRIPT, "--out", str(out), "--expect-feat", expected_feat],
-        prefix=("ip", "netns", "exec", namespaces.c),
+        prefix=tuple(netns_exec(namespaces.c)),
     )
     code = run.wait(timeout_s=180)
     assert code == 0, run.output
@@ -138,7 +123,7 @@ def test_trainer_failure_ends_servers_in_other_namespaces(namespaces, small_grap
     run = launcher(
         ["--config", str(config), "--remote-exec", REMOTE_EXEC, "--grace-period", "5", "--"]
         + [sys.executable, TRAINER_SCRIPT, "--mode", "sleep", "--out", str(out)],
-        prefix=("ip", "netns", "exec", namespaces.c),
+        prefix=tuple(netns_exec(namespaces.c)),
     )
     pids = wait_for_pid_files(out, 4, alive=run.proc)
     assert all(namespace_pids(ns) for ns in (namespaces.a, namespaces.b))  # the servers run there

@@ -9,7 +9,6 @@ restart after a trainer crash rejoins the same servers and finds what the first 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -19,10 +18,12 @@ from tests.launcher.helpers import (
     REPO,
     TRAINER_SCRIPT,
     LaunchRun,
+    clean_env,
     end_process_group,
     free_ports,
     kill_pids,
     pid_alive,
+    start_logged,
     wait_gone,
     write_cluster,
 )
@@ -33,12 +34,6 @@ TRAIN_DIST = str(REPO / "examples" / "train_dist.py")
 # Small and deterministic: no prefetch thread, so every run draws the same batches.
 TRAIN_ARGS = ["--graph-name", "testgraph", "--epochs", "2", "--batch-size", "64", "--fanouts", "5,5"]
 TRAIN_ARGS += ["--hidden", "16", "--prefetch", "0", "--seed", "3", "--save-model", ""]
-CLUSTER_VARIABLES = ("GRAPHSTORE_CONFIG", "MASTER_ADDR", "MASTER_PORT", "RANK", "LOCAL_RANK", "WORLD_SIZE")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in CLUSTER_VARIABLES}
-    return {**env, "PYTHONUNBUFFERED": "1", **extra}
 
 
 def start_torchrun(args: list[str], log_path: Path, env: dict[str, str], max_restarts: int = 0):
@@ -58,16 +53,7 @@ def start_torchrun(args: list[str], log_path: Path, env: dict[str, str], max_res
         str(max_restarts),
         *args,
     ]
-    with open(log_path, "w") as log:
-        return subprocess.Popen(
-            command,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            cwd=REPO,
-            start_new_session=True,
-        )
+    return start_logged(command, log_path, env)
 
 
 def start_servers(cluster: Path, log_path: Path) -> LaunchRun:

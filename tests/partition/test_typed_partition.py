@@ -57,6 +57,15 @@ def test_every_typed_array_round_trips_to_original_per_type_ids(tmp_path, method
         )
 
 
+def _csr_edges(part, indptr, ntype_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """The positions of one relation's CSR edges in ``part``, and the homogeneous ID of the node of type
+    ``ntype_id`` each edge is listed under."""
+    indptr = np.asarray(indptr)
+    positions = np.arange(indptr[0], indptr[-1])
+    rows = np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
+    return positions, rows + part.ntype_offsets[ntype_id] + part.node_start
+
+
 @pytest.mark.parametrize("method", ["metis", "random"])
 def test_every_stored_edge_is_an_original_edge_of_its_type(tmp_path, method):
     result, arrays = make_typed_partitions(tmp_path, 3, method)
@@ -70,13 +79,7 @@ def test_every_stored_edge_is_an_original_edge_of_its_type(tmp_path, method):
             key = etype_key(canonical)
             src_in, dst_in = arrays[f"edge/{key}/src"], arrays[f"edge/{key}/dst"]
             s, d = part.schema.ntype_id(canonical[0]), part.schema.ntype_id(canonical[2])
-            indptr = np.asarray(part.in_indptr_of(e))
-            positions = np.arange(indptr[0], indptr[-1])
-            homo_dst = (
-                np.repeat(np.arange(indptr.size - 1), np.diff(indptr))
-                + part.ntype_offsets[d]
-                + part.node_start
-            )
+            positions, homo_dst = _csr_edges(part, part.in_indptr_of(e), d)
             homo_src = np.asarray(part.in_src[positions])
             assert (book.map_to_per_ntype(homo_src)[0] == s).all()
             assert (book.map_to_per_ntype(homo_dst)[0] == d).all()
@@ -88,13 +91,7 @@ def test_every_stored_edge_is_an_original_edge_of_its_type(tmp_path, method):
             assert (etypes == e).all()
             seen[key].append(orig)
             # out-edges of this partition's nodes of the source type, with their edge IDs
-            out_ptr = np.asarray(part.out_indptr_of(e))
-            out_pos = np.arange(out_ptr[0], out_ptr[-1])
-            out_src = (
-                np.repeat(np.arange(out_ptr.size - 1), np.diff(out_ptr))
-                + part.ntype_offsets[s]
-                + part.node_start
-            )
+            out_pos, out_src = _csr_edges(part, part.out_indptr_of(e), s)
             out_eid = np.asarray(part.out_eid[out_pos])
             assert (book.map_to_per_etype(out_eid)[0] == e).all()
             owner = book.eid2partid(out_eid)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.launcher.helpers import LaunchRun
+from tests.launcher.conftest import launcher  # noqa: F401  (the launch-runs fixture, shared)
 from tests.reliability.helpers import make_certs, openssl_available, stop_all
 
 NUM_NODES = 600
@@ -39,18 +39,3 @@ def servers():
     started: list = []
     yield started
     stop_all(started)
-
-
-@pytest.fixture
-def launcher(tmp_path):
-    """Start ``graphstore launch`` runs; each is ended (with every child it reported) at teardown."""
-    runs: list[LaunchRun] = []
-
-    def start(args: list[str], env: dict | None = None) -> LaunchRun:
-        run = LaunchRun(args, tmp_path / f"launch-{len(runs)}.log", env=env)
-        runs.append(run)
-        return run
-
-    yield start
-    for run in runs:
-        run.close()

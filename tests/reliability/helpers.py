@@ -9,7 +9,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,10 +16,17 @@ from pathlib import Path
 import yaml
 
 from graphstore.launcher.local_servers import wait_serving
-from tests.launcher.helpers import end_process_group, free_ports, pid_alive, wait_gone  # noqa: F401
+from tests.launcher.helpers import (  # noqa: F401
+    CLI,
+    REPO,
+    end_process_group,
+    free_ports,
+    pid_alive,
+    server_command,
+    start_logged,
+    wait_gone,
+)
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
 _STARTUP_RE = re.compile(r"serving partition (\d+) of \S+ at (\S+) \(loaded in")
 
 
@@ -63,30 +69,10 @@ def restart(server: ServerProc, part_config: str, extra: tuple[str, ...] = ()) -
     """(Re)start the server process with its arguments plus ``extra``."""
     server.generation += 1
     server.log_path = server.log_dir / f"server-{server.part_id}-gen{server.generation}.log"
-    cmd = [
-        *CLI,
-        "server",
-        "--part-config",
-        str(part_config),
-        "--part-id",
-        str(server.part_id),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(server.port),
-        *server.args,
-        *extra,
-    ]
-    with open(server.log_path, "w") as log:
-        server.proc = subprocess.Popen(
-            cmd,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            cwd=REPO,
-            start_new_session=True,
-            env=dict(os.environ, **server.env),
-        )
+    cmd = server_command(
+        part_config, server.part_id, server.port, "--host", "127.0.0.1", *server.args, *extra
+    )
+    server.proc = start_logged(cmd, server.log_path, dict(os.environ, **server.env))
     return server
 
 

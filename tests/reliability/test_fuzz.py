@@ -23,12 +23,20 @@ from tests.reliability.helpers import free_ports, start_server, stop_all, wait_s
 
 DIM = 3
 CLEAR_ERRORS = (TypeError, ValueError, IndexError)
-FUZZ = settings(
-    max_examples=300,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+
+
+def fuzz_settings(max_examples: int, *more_checks: HealthCheck) -> settings:
+    """Reproducible fuzzing (derandomized, no per-example deadline) that may use a function fixture;
+    ``more_checks`` are further health checks to suppress."""
+    return settings(
+        max_examples=max_examples,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.function_scoped_fixture, *more_checks],
+    )
+
+
+FUZZ = fuzz_settings(300, HealthCheck.too_slow)
 
 # -- inputs -----------------------------------------------------------------------------------------
 
@@ -202,12 +210,7 @@ def remote_subject(graph, tmp_path_factory):
         stop_all(servers)
 
 
-@settings(
-    max_examples=120,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@fuzz_settings(120, HealthCheck.too_slow)
 @given(data=st.data())
 def test_distributed_tensor_refuses_bad_input_over_servers(remote_subject, data):
     exercise(remote_subject, data)
@@ -293,12 +296,7 @@ def _mutate(config: dict, path: tuple, value, delete: bool) -> dict:
     return config
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@fuzz_settings(150)
 @given(
     mutations=st.lists(st.tuples(st.sampled_from(FIELDS), BAD_VALUES, st.booleans()), min_size=1, max_size=3)
 )
@@ -324,12 +322,7 @@ def test_broken_cluster_configs_give_one_config_error(graph, tmp_path, mutations
         assert str(exc)
 
 
-@settings(
-    max_examples=150,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@fuzz_settings(150)
 @given(text=st.text(max_size=200))
 def test_random_yaml_text_gives_one_config_error(tmp_path, text):
     from graphstore.config import load_cluster_config
@@ -373,12 +366,7 @@ VALUES = st.one_of(
 )
 
 
-@settings(
-    max_examples=200,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+@fuzz_settings(200)
 @given(
     command=st.sampled_from(COMMANDS),
     words=st.lists(st.one_of(st.sampled_from(FLAGS), VALUES), max_size=8),

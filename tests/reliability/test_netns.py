@@ -9,8 +9,6 @@ Needs root (``ip netns``); skipped cleanly where that is not permitted.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -18,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.launcher.helpers import kill_pids
+from tests.launcher.helpers import kill_pids, server_command
 from tests.reliability.helpers import REPO, write_yaml
+from tests.utils.netns import add_namespace, add_veth, delete_namespaces, ip, netns_exec, require_netns
 from tests.utils.wait import wait_until
 
 pytestmark = pytest.mark.netns
@@ -36,60 +35,25 @@ RPC = {
 }
 
 
-def ip(*args: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30, check=check)
-
-
-def namespace_pids(name: str) -> list[int]:
-    result = ip("netns", "pids", name, check=False)
-    return [int(pid) for pid in result.stdout.split()] if result.returncode == 0 else []
-
-
 @pytest.fixture
 def link():
     """Namespaces S and C joined by a veth pair; yields ``(server_ns, client_ns, client_side_device)``."""
-    if sys.platform != "linux" or shutil.which("ip") is None:
-        pytest.skip("needs Linux and iproute2's `ip`")
-    if os.geteuid() != 0:
-        pytest.skip("`ip netns add` needs root")
+    require_netns()
     suffix = uuid.uuid4().hex[:6]
     server_ns, client_ns = f"gsr{suffix}s", f"gsr{suffix}c"
     created = []
+    outside = f"gsr{suffix}b"
     try:
         for name in (server_ns, client_ns):
-            ip("netns", "add", name)
-            created.append(name)
-            ip("-n", name, "link", "set", "lo", "up")
-        inside, outside = f"gsr{suffix}a", f"gsr{suffix}b"
-        ip(
-            "link",
-            "add",
-            inside,
-            "netns",
-            server_ns,
-            "type",
-            "veth",
-            "peer",
-            "name",
-            outside,
-            "netns",
-            client_ns,
-        )
-        ip("-n", server_ns, "addr", "add", f"{SERVER_IP}/24", "dev", inside)
-        ip("-n", server_ns, "link", "set", inside, "up")
-        ip("-n", client_ns, "addr", "add", f"{CLIENT_IP}/24", "dev", outside)
-        ip("-n", client_ns, "link", "set", outside, "up")
+            add_namespace(name, created)
+        add_veth((server_ns, f"gsr{suffix}a", f"{SERVER_IP}/24"), (client_ns, outside, f"{CLIENT_IP}/24"))
     except subprocess.CalledProcessError as exc:
-        for name in created:
-            ip("netns", "del", name, check=False)
+        delete_namespaces(created)
         pytest.skip(f"network namespaces not permitted here: {exc.stderr.strip()}")
     try:
         yield server_ns, client_ns, outside
     finally:
-        for name in created:
-            kill_pids(namespace_pids(name))  # only processes this test started live there
-        for name in created:
-            ip("netns", "del", name, check=False)
+        delete_namespaces(created)
 
 
 def _entries(log: Path) -> list[dict]:
@@ -113,20 +77,7 @@ def test_network_cut_fails_calls_in_bounded_time_and_the_client_recovers(link, g
                         "netns",
                         "exec",
                         server_ns,
-                        sys.executable,
-                        "-m",
-                        "graphstore.launcher.cli",
-                        "server",
-                    ]
-                    + [
-                        "--part-config",
-                        part_config,
-                        "--part-id",
-                        str(k),
-                        "--host",
-                        SERVER_IP,
-                        "--port",
-                        str(port),
+                        *server_command(part_config, k, port, "--host", SERVER_IP),
                     ],
                     stdout=log,
                     stderr=subprocess.STDOUT,
@@ -147,7 +98,7 @@ def test_network_cut_fails_calls_in_bounded_time_and_the_client_recovers(link, g
         calls, stop = tmp_path / "calls.jsonl", tmp_path / "stop"
         client_log = open(tmp_path / "client.log", "w")
         client = subprocess.Popen(
-            ["ip", "netns", "exec", client_ns, sys.executable, CLIENT, "--config", str(config)]
+            [*netns_exec(client_ns), sys.executable, CLIENT, "--config", str(config)]
             + ["--expect-feat", str(expect), "--log", str(calls), "--stop", str(stop)],
             stdout=client_log,
             stderr=subprocess.STDOUT,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 
 import numpy as np
@@ -17,11 +16,9 @@ from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerError, ServerUnavailableError
 from graphstore.launcher.control import SERVING, UNREACHABLE, probe_health, request_shutdown
 from graphstore.rpc import RpcPolicy
-from graphstore.server.main import ServerConfig
-from tests.launcher.helpers import TRAINER_SCRIPT
+from graphstore.server.server_config import ServerConfig
+from tests.launcher.helpers import TRAINER_SCRIPT, server_command, start_logged
 from tests.reliability.helpers import (
-    CLI,
-    REPO,
     ServerProc,
     cluster_dict,
     free_port_run,
@@ -214,14 +211,7 @@ def test_servers_bind_loopback_by_default(graph, servers, tmp_path):
     (port,) = free_ports(1)
     # No --host: the server's own default.
     log = tmp_path / "default-host.log"
-    with open(log, "w") as handle:
-        proc = subprocess.Popen(
-            [*CLI, "server", "--part-config", part_config, "--part-id", "0", "--port", str(port)],
-            stdout=handle,
-            stderr=subprocess.STDOUT,
-            cwd=REPO,
-            start_new_session=True,
-        )
+    proc = start_logged(server_command(part_config, 0, port), log)
     server = ServerProc(0, port, (), tmp_path, proc=proc, log_path=log)
     servers.append(server)
     wait_started(server)

@@ -12,7 +12,8 @@ import pytest
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
-from graphstore.server.main import RunningServer, ServerConfig
+from graphstore.server.main import RunningServer
+from graphstore.server.server_config import ServerConfig
 
 
 def test_a_handler_dropped_without_running_leaves_the_count():

@@ -213,6 +213,17 @@ def test_state_round_trips_through_load(kind):
         np.testing.assert_array_equal(b.state_arrays("e")[key], value)
 
 
+def _step_row_zero_of_four(opt: SparseOptimizerState, kind: str) -> None:
+    """One ``kind`` step of row 0 of a 4 x 2 tensor ``e``."""
+    opt.apply(
+        "e",
+        np.zeros((4, 2), np.float32),
+        np.array([0]),
+        np.ones((1, 2), np.float32),
+        OptimizerConfig(kind, 0.1),
+    )
+
+
 def test_load_state_rejects_mismatches_and_drop_forgets():
     opt = SparseOptimizerState()
     with pytest.raises(ValueError, match="match no optimizer"):
@@ -231,23 +242,11 @@ def test_load_state_rejects_mismatches_and_drop_forgets():
     opt.load_state_arrays("e", {"rowwise_adagrad_sum": np.zeros(3)}, "rowwise_adagrad")
     # A state that no longer fits the tensor (recreated with another shape) is refused.
     with pytest.raises(ValueError, match="rows"):
-        opt.apply(
-            "e",
-            np.zeros((4, 2), np.float32),
-            np.array([0]),
-            np.ones((1, 2), np.float32),
-            OptimizerConfig("rowwise_adagrad", 0.1),
-        )
+        _step_row_zero_of_four(opt, "rowwise_adagrad")
     opt.drop("e")
     opt.drop("e")
     assert opt.kind("e") is None
-    opt.apply(
-        "e",
-        np.zeros((4, 2), np.float32),
-        np.array([0]),
-        np.ones((1, 2), np.float32),
-        OptimizerConfig("adam", 0.1),
-    )
+    _step_row_zero_of_four(opt, "adam")
     assert opt.kind("e") == "adam"
 
 

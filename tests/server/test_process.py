@@ -19,6 +19,7 @@ from graphstore.errors import ServerUnavailableError
 from graphstore.launcher.local_servers import start_servers
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.rpc import RpcPolicy
+from tests.launcher.helpers import server_command
 from tests.server.conftest import NUM_NODES
 from tests.utils.barriers import barrier_has_waiters
 from tests.utils.threads import run_in_threads
@@ -145,18 +146,7 @@ def test_busy_port_is_reported(graph_files, tmp_path):
     try:
         port = group.addresses[0].rsplit(":", 1)[1]
         result = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "graphstore.launcher.cli",
-                "server",
-                "--part-config",
-                graph_files[0],
-                "--part-id",
-                "0",
-                "--port",
-                port,
-            ],
+            server_command(graph_files[0], 0, port),
             capture_output=True,
             text=True,
             timeout=60,
@@ -200,18 +190,7 @@ def test_client_retries_until_a_late_server_comes_up(graph_files, tmp_path):
         connection.close()
     err = open(tmp_path / "late.err", "w")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "graphstore.launcher.cli",
-            "server",
-            "--part-config",
-            graph_files[0],
-            "--part-id",
-            "0",
-            "--port",
-            str(port),
-        ],
+        server_command(graph_files[0], 0, port),
         stdout=subprocess.DEVNULL,
         stderr=err,
     )

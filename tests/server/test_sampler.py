@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphstore.server import sampler
+from tests.utils.sampling import expected_sample_counts
 
 
 def _csr(rng, n: int, max_deg: int):
@@ -67,13 +68,7 @@ def test_fanout_rules_hold(seed, fanout, replace, weighted, excluding):
     if weighted:
         assert (weights[positions] > 0).all()
     counts = np.bincount(seed_index, minlength=len(seeds))
-    if fanout == -1:
-        expected = avail
-    elif replace:
-        expected = np.where(avail > 0, fanout, 0)
-    else:
-        expected = np.minimum(avail, fanout)
-    np.testing.assert_array_equal(counts, expected)
+    np.testing.assert_array_equal(counts, expected_sample_counts(avail, fanout, replace))
     if not replace:
         keys = seed_index * (indptr[-1] + 1) + positions
         assert len(np.unique(keys)) == len(keys)  # distinct edges per seed
