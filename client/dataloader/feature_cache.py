@@ -58,9 +58,19 @@ class _Table:
     """The cached rows: sorted node IDs, their rows on the cache's device, and ID -> slot lookup (a
     dense slot array, or a binary search of the IDs on graphs too large for one)."""
 
-    def __init__(self, node_ids: np.ndarray, rows: torch.Tensor, num_nodes: int, dense: bool):
+    def __init__(
+        self,
+        node_ids: np.ndarray,
+        rows: torch.Tensor,
+        num_nodes: int,
+        dense: bool,
+        storage: np.ndarray | None = None,
+    ):
         self.node_ids = node_ids
         self.rows = rows
+        # On the CPU, the rows' numpy storage array (the same memory): numpy's fancy indexing
+        # assembles a batch about twice as fast as torch's index_copy_.
+        self.storage = storage
         self._slots = None
         if dense:
             self._slots = np.full(num_nodes, -1, dtype=np.int32)
@@ -200,12 +210,15 @@ class RemoteFeatureCache:
 
     def _fill(self, node_ids: np.ndarray) -> None:
         node_ids = np.sort(node_ids)
-        rows = dtypes.to_torch(self._tensor.pull_storage(node_ids), self._dtype)
+        storage = np.ascontiguousarray(self._tensor.pull_storage(node_ids))
+        rows = dtypes.to_torch(storage, self._dtype)
         rows = rows.to(self.device)
         if rows.is_cuda:
             # Reads may run on other streams (each loader copies on its own): the rows must be there.
             torch.cuda.current_stream(self.device).synchronize()
-        self._table = _Table(node_ids, rows, self._num_rows, self._num_rows <= self._DENSE_SLOTS_MAX_NODES)
+            storage = None
+        dense = self._num_rows <= self._DENSE_SLOTS_MAX_NODES
+        self._table = _Table(node_ids, rows, self._num_rows, dense, storage)
 
     # -- reading -------------------------------------------------------------------------------------
     def read(self, ids) -> torch.Tensor:
@@ -222,6 +235,8 @@ class RemoteFeatureCache:
         hit = slots >= 0
         remote = (ids < self._local[0]) | (ids >= self._local[1])
         self._count(ids, hit, remote)
+        if table is not None and table.storage is not None:
+            return self._read_host(ids, slots, hit, table.storage)
         if table is not None and hit.all():
             return table.rows.index_select(0, self._index(slots))
         miss = ~hit
@@ -235,6 +250,16 @@ class RemoteFeatureCache:
         )
         out.index_copy_(0, self._index(np.flatnonzero(miss)), pulled)
         return out
+
+    def _read_host(self, ids: np.ndarray, slots: np.ndarray, hit: np.ndarray, storage: np.ndarray):
+        if hit.all():
+            out = storage[slots]
+        else:
+            out = np.empty((ids.size, *storage.shape[1:]), dtype=storage.dtype)
+            out[hit] = storage[slots[hit]]
+            miss = ~hit
+            out[miss] = self._tensor.pull_storage(ids[miss])
+        return dtypes.to_torch(out, self._dtype)
 
     def _index(self, positions: np.ndarray) -> torch.Tensor:
         return host_to_device(torch.from_numpy(positions.astype(np.int64, copy=False)), self.device)
