@@ -200,6 +200,8 @@ def test_in_the_foreground_a_killed_server_ends_the_run_with_the_trainer_stopped
     """``up --exit-code-from`` stops every container once one exits; the trainer (under ``init: true``)
     ends on the stop signal instead of ignoring it as a PID 1 would (then SIGKILL, 137)."""
     files = (COMPOSE, project.trainer_override(epochs=100000))
+    # Fresh containers: the trainer's log must not hold an earlier test's epochs.
+    project.compose("rm", "--force", "--stop", files=files, timeout_s=120)
     chosen = [word for path in files for word in ("-f", str(path))]
     up = subprocess.Popen(
         ["docker", "compose", "-p", project.name, *chosen, "up", "--exit-code-from", "trainer"],
