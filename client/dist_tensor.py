@@ -27,7 +27,7 @@ from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
-from graphstore.client.tensor_reads import InProcessReader, partition_reader, read_into
+from graphstore.client.tensor_reads import partition_reader, read_into, schedule_reads
 from graphstore.errors import ServerError
 from graphstore.types import InitSpec, TensorScheme
 
@@ -272,10 +272,11 @@ class DistTensor:
         else:
             out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
 
-        # run_parallel runs the first call in this thread after starting the others: local gathers first.
-        targets.sort(key=lambda item: not isinstance(item[0], InProcessReader))
+        first, concurrent = schedule_reads(targets, self._row_bytes())
+        for target, positions, part_ids in first:
+            read_into(out, target, self._name, positions, part_ids)
         ctx.run_parallel(
-            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in targets]
+            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in concurrent]
         )
         return out
 
