@@ -9,8 +9,6 @@ import torch
 from graphstore.client.block import SampledSubgraph, to_block
 from graphstore.client.nn_graph_conv import GraphConv
 
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 
 def _block(rng, num_nodes=80, num_seeds=12, zero_in_degree=False):
     seeds = rng.choice(num_nodes, num_seeds, replace=False)
