@@ -37,6 +37,7 @@ from anchor import make_anchor_graph
 from common import emit_report
 
 from graphstore.launcher.local_servers import start_servers
+from graphstore.rpc import RpcPolicy
 
 GRAPH_SIZES = {"200k": 200_000, "1m": 1_000_000}
 DGL_REFERENCE = {"one_hop_seeds_per_s": [250_000, 278_000], "two_layer_batches_per_s": [9.5, 10.8]}
@@ -57,7 +58,7 @@ OPTIONS = [
     ("--fanouts", str, "25,10", None),
     ("--prefetch", int, 2, None),
     ("--num-workers", int, 2, "loader background threads"),
-    ("--chunk-mb", float, 4.0, "client RPC chunk size (MB) for pulls"),
+    ("--chunk-mb", float, None, "client RPC chunk size (MiB) for pulls (default: the client's)"),
     (
         "--cache-fraction",
         float,
@@ -304,8 +305,9 @@ def bench_graph(label: str, npz: str, args) -> dict:
             "part_config": config,
             "local_read": "on",
             "local_part_id": 0,
-            "rpc": {"chunk_bytes": int(args.chunk_mb * 1024 * 1024)},
         }
+        if args.chunk_mb:
+            cluster["rpc"] = {"chunk_bytes": int(args.chunk_mb * 1024 * 1024)}
         ctx = initialize(cluster)
         try:
             g = DistGraph(name)
@@ -362,7 +364,7 @@ def main(argv=None) -> dict:
             "client": "one process, co-located with partition 0 (local_read: on)",
             "cpu_count": os.cpu_count(),
             "torch_threads_default": torch.get_num_threads(),
-            "chunk_mb": args.chunk_mb,
+            "chunk_mb": args.chunk_mb or RpcPolicy().chunk_bytes / 2**20,
         },
         "dgl_reference_200k": DGL_REFERENCE,
         "results": [bench_graph(label, paths[label], args) for label in labels],
