@@ -345,6 +345,16 @@ def test_remote_chunks_large_pulls_and_pushes(server_group, graph_files):
             part.delete_tensor("chunked")
 
 
+def _count_calls(part: RemotePartition) -> list[str]:
+    """The methods of every call ``part`` makes from now on."""
+    calls: list[str] = []
+    channel = part._channel
+    for method in ("call", "call_future"):
+        original = getattr(channel, method)
+        setattr(channel, method, lambda *a, _f=original, **k: calls.append(a[0]) or _f(*a, **k))
+    return calls
+
+
 def test_default_policy_sends_pull_answers_up_to_16_mib_as_one_request(server_group):
     policy = RpcPolicy(deadline_s=20)
     assert policy.chunk_bytes == 16 * 1024 * 1024
@@ -354,17 +364,13 @@ def test_default_policy_sends_pull_answers_up_to_16_mib_as_one_request(server_gr
         width = 5 * 1024 * 1024 // (4 * len(ids)) + 1  # answers of just over 5 MiB
         part.init_tensor("wide", (NUM_NODES, width), "float32", "node")
         try:
-            calls = []
-            channel = part._channel
-            for method in ("call", "call_future"):
-                original = getattr(channel, method)
-                setattr(channel, method, lambda *a, _f=original, **k: calls.append(a[0]) or _f(*a, **k))
+            calls = _count_calls(part)
             assert part.pull("wide", ids).shape == (len(ids), width)
             assert calls.count("Pull") == 1
-            calls.clear()
-            small = RemotePartition(server_group.addresses[1], 1, RpcPolicy(deadline_s=20, chunk_bytes=2**21))
-            with small:
-                small._channel = channel
+            with RemotePartition(
+                server_group.addresses[1], 1, RpcPolicy(deadline_s=20, chunk_bytes=2**21)
+            ) as small:
+                calls = _count_calls(small)
                 assert small.pull("wide", ids).shape == (len(ids), width)
             assert calls.count("Pull") == 3  # 2 MiB chunks
         finally:
