@@ -110,11 +110,16 @@ def split_by_partition(
     if ids.size == 0:
         return []
     bounds = np.asarray(bounds, dtype=np.int64)
-    parts = partition_of(ids, bounds)
-    num_parts = len(bounds) - 1
-    first = int(parts[0])
-    if num_parts == 1 or bool(np.all(parts == first)):
+    # The smallest and largest ID settle the range check and, when they share a partition, the whole
+    # routing: no per-ID search for the common single-partition read (a co-located one).
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= int(bounds[-1]):
+        check_id_range(ids, int(bounds[-1]), "IDs")
+    first, last = (int(p) for p in np.searchsorted(bounds, (lowest, highest), side="right") - 1)
+    if first == last:
         return [(first, np.arange(ids.size, dtype=np.int64), ids)]
+    parts = np.searchsorted(bounds, ids, side="right") - 1
+    num_parts = len(bounds) - 1
     groups = []
     if num_parts <= _MASK_ROUTING_MAX_PARTS:
         # A few passes of a comparison are cheaper than a stable sort for the usual 2-8 partitions.

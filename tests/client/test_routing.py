@@ -109,6 +109,10 @@ def test_split_by_partition_matches_reference(case):
 def test_split_by_partition_out_of_range_names_the_id():
     with pytest.raises(IndexError, match="30"):
         split_by_partition(np.array([1, 30]), np.array([0, 10, 20]))
+    with pytest.raises(IndexError, match="-1"):
+        split_by_partition(np.array([3, -1, 4]), np.array([0, 10, 20]))
+    with pytest.raises(IndexError, match="20"):
+        split_by_partition(np.array([12, 20]), np.array([0, 10, 20]))  # the last partition's end
     with pytest.raises(IndexError, match="-2"):
         partition_of(np.array([-2]), np.array([0, 10]))
 
