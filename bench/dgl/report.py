@@ -158,6 +158,7 @@ def run_line(report: dict, path: str) -> str:
     """One sentence naming the run: file, dates, machine, load, runs, graph and versions."""
     machine, settings, versions = report["machine"], report["settings"], report["versions"]
     load = report["load"]
+    ours, dgl = versions.get("graphstore", {}), versions.get("dgl", {})
     ram = machine.get("ram_bytes") or 0
     return (
         f"`{path}`: `{report['command']}`, {report['started']} to {report['finished']}, on {machine['host']} "
@@ -167,9 +168,8 @@ def run_line(report: dict, path: str) -> str:
         f"{load['after']['loadavg_5m']:.2f} / {load['after']['loadavg_15m']:.2f} after; "
         f"{settings['runs_done']} alternating runs, {settings['num_nodes']:,} nodes, "
         f"{settings['partitions']} partitions ({settings['part_method']}); graphstore "
-        f"{versions.get('graphstore', {}).get('graphstore', '?')} (commit "
-        f"{versions.get('graphstore_commit', '?')[:12]}, torch {versions.get('graphstore', {}).get('torch', '?')}), "
-        f"DGL {versions.get('dgl', {}).get('dgl', '?')} (torch {versions.get('dgl', {}).get('torch', '?')})."
+        f"{ours.get('graphstore', '?')} (commit {versions.get('graphstore_commit', '?')[:12]}, torch "
+        f"{ours.get('torch', '?')}), DGL {dgl.get('dgl', '?')} (torch {dgl.get('torch', '?')})."
     )
 
 
@@ -192,7 +192,8 @@ def markdown(report: dict, path: str) -> str:
         lines.append(
             f"| `{workload}` | {field} | {human(entry['graphstore_median'], unit)} | "
             f"{human(entry['dgl_median'], unit)} | {entry['ratio_median']:.2f}x | "
-            f"{entry['ratio_min']:.2f}–{entry['ratio_max']:.2f} | {entry['ratio_q1']:.2f}–{entry['ratio_q3']:.2f} | "
+            f"{entry['ratio_min']:.2f}–{entry['ratio_max']:.2f} | "
+            f"{entry['ratio_q1']:.2f}–{entry['ratio_q3']:.2f} | "
             f"{entry['runs']} | {'' if target is None else f'≥ {target}x'} | {met} |"
         )
     lines += [
