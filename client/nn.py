@@ -218,8 +218,9 @@ class SAGEConv(nn.Module):
         src, dst = graph.edges()
         num_dst = graph.num_dst_nodes()
         out_dtype = h_src.dtype
-        # Project first when that makes the messages narrower (linear maps commute with sums).
-        project_first = self._aggre_type != "pool" and self._in_src_feats > self._out_feats
+        project_first = self._aggre_type != "pool" and self._cheaper_to_project_first(
+            h_src.shape[0], num_dst, src.shape[0]
+        )
 
         if self._aggre_type == "pool":
             messages = F.relu(self.fc_pool(h_src))[src]
@@ -243,6 +244,24 @@ class SAGEConv(nn.Module):
         if self.activation is not None:
             out = self.activation(out)
         return out
+
+    def _cheaper_to_project_first(self, num_src: int, num_dst: int, num_edges: int) -> bool:
+        """Whether ``fc_neigh`` costs less before the neighbor aggregation than after it.
+
+        Linear maps commute with sums, so either order gives the same result. Projecting first
+        multiplies every source row and aggregates ``out``-wide messages; aggregating first sums
+        ``in``-wide messages and multiplies only the destination rows. Deciding on the widths alone
+        (``in > out``, DGL's rule) misses that a block has far more sources than destinations: a
+        GraphSAGE output layer (12.7k sources, 1,024 destinations, 256 -> 16) does 7x fewer
+        multiply-adds aggregating first (7.7M against 52M), and a step of a 2-layer hidden-256 model
+        takes a fifth less time.
+        """
+        width_in, width_out = self._in_src_feats, self._out_feats
+        project = num_src * width_in * width_out + num_edges * width_out
+        aggregate = num_edges * width_in + num_dst * width_in * width_out
+        if self._aggre_type == "gcn":
+            project += num_dst * width_in * width_out  # the destinations' own rows are projected too
+        return project < aggregate
 
     def _output(self, h_dst: torch.Tensor, aggregated: torch.Tensor, projected: bool) -> torch.Tensor:
         """``fc_self(h_dst) + fc_neigh(aggregated) + bias`` (no ``fc_self`` for 'gcn'; ``aggregated``

@@ -135,6 +135,36 @@ def test_neighbor_sums_of_half_precision_inputs_accumulate_in_float32():
     assert (summed[expected == 0] == 0).all()  # destinations without in-edges sum to zero
 
 
+@pytest.mark.parametrize("aggregator", ["mean", "gcn"])
+@pytest.mark.parametrize("project_first", [True, False])
+def test_sage_layer_equals_dense_in_either_order_of_projection_and_aggregation(
+    aggregator, project_first, monkeypatch
+):
+    rng = np.random.default_rng(7)
+    torch.manual_seed(0)
+    seeds, frontiers, blocks = random_two_layer_sample(rng)
+    layer = SAGEConv(6, 4, aggregator).double()
+    monkeypatch.setattr(layer, "_cheaper_to_project_first", lambda *sizes: project_first)
+    x = torch.randn(frontiers[0].num_nodes(), 6, dtype=torch.float64, requires_grad=True)
+    block = blocks[-1]
+    out = layer(block, x[block.srcdata[NID]])
+    expected = dense_sage(layer, dense_adjacency(frontiers[-1]), x)[torch.from_numpy(seeds)]
+    torch.testing.assert_close(out, expected)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), x)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+def test_sage_layer_projects_first_only_where_that_costs_less():
+    layer = SAGEConv(256, 16)
+    # a sampled output layer: many more sources than destinations
+    assert not layer._cheaper_to_project_first(num_src=12_700, num_dst=1_024, num_edges=13_726)
+    # nearly every source is a destination and each has many in-edges
+    assert layer._cheaper_to_project_first(num_src=1_100, num_dst=1_000, num_edges=50_000)
+    # widening layers aggregate first
+    assert not SAGEConv(16, 256)._cheaper_to_project_first(num_src=1_100, num_dst=1_000, num_edges=50_000)
+
+
 def test_graphsage_two_layers_on_blocks_equals_dense_on_sampled_subgraph():
     rng = np.random.default_rng(5)
     torch.manual_seed(0)
