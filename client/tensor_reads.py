@@ -58,7 +58,9 @@ def partition_reader(ctx: ClientContext, part_id: int, local_reads: bool) -> Par
     return ctx.partition(part_id)
 
 
-def schedule_reads(targets: list[tuple], row_bytes: int, inline_bytes: int = INLINE_READ_BYTES):
+def schedule_reads(
+    targets: list[tuple], row_bytes: int, inline_bytes: int = INLINE_READ_BYTES
+) -> tuple[list[tuple], list[tuple]]:
     """Order one multi-partition read's per-partition reads: ``(first, concurrent)``.
 
     ``first`` are the in-process reads of at most ``inline_bytes`` (run one after the other in the
@@ -71,6 +73,9 @@ def schedule_reads(targets: list[tuple], row_bytes: int, inline_bytes: int = INL
         targets: ``(reader, positions, part_ids)`` per partition.
         row_bytes: bytes of one row.
         inline_bytes: the largest in-process read run first in the calling thread.
+
+    Returns:
+        ``(first, concurrent)``, two lists of the given targets.
     """
     first, local, remote = [], [], []
     for target in targets:
