@@ -287,6 +287,8 @@ def main(argv=None) -> int:
         "-partial" if args.patterns or len(args.sections) < len(SECTIONS) else ""
     )
     path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"
+    if path.exists() and not suffix:  # a full run never replaces an earlier one of the same day
+        path = path.with_name(f"{time.strftime('%Y-%m-%d-%H%M')}-{socket.gethostname()}.json")
     load_before = load()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
