@@ -377,6 +377,23 @@ def test_default_policy_sends_pull_answers_up_to_16_mib_as_one_request(server_gr
             part.delete_tensor("wide")
 
 
+def test_remote_pulls_from_many_threads_each_get_their_rows(server_group, graph_files):
+    ref = graph_files[2]
+    with RemotePartition(server_group.addresses[1], 1, RpcPolicy(deadline_s=20)) as part:
+        meta = part.metadata()
+        low, high = meta.node_bounds[1], meta.node_bounds[2]
+        calls = _count_calls(part)
+
+        def worker(seed):
+            rng = np.random.default_rng(seed)
+            for _ in range(40):
+                ids = rng.integers(low, high, int(rng.integers(1, 30)))
+                np.testing.assert_array_equal(part.pull("feat", ids), ref["feat"][ids])
+
+        run_in_threads(worker, [(seed,) for seed in range(8)])
+        assert 0 < calls.count("Pull") <= 8 * 40
+
+
 def test_read_only_view_serves_partition_data_only(graph_files):
     from graphstore.partition import load_partition
     from graphstore.server.partition_server import PartitionServer
