@@ -25,7 +25,7 @@ import torch
 from graphstore import dtypes
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
-from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
+from graphstore.client.routing import last_occurrence, normalize_index, split_by_partition, whole_answer
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
 from graphstore.client.tensor_reads import partition_reader, read_into, schedule_reads
 from graphstore.errors import ServerError
@@ -260,13 +260,9 @@ class DistTensor:
             for part_id, positions, part_ids in routes
         ]
         if len(targets) == 1:
-            target, positions, part_ids = targets[0]
-            return assemble(
-                ids.size,
-                self._row_shape,
-                self._storage_dtype,
-                [(positions, target.pull(self._name, part_ids))],
-            )
+            # One partition holds every ID (a single route keeps the request order): no reassembly.
+            target, _, part_ids = targets[0]
+            return whole_answer(target.pull(self._name, part_ids), ids.size, self._row_shape)
         if buffers is not None:
             out = buffers.empty(ids.size, self._row_shape, self._storage_dtype)
         else:

@@ -198,13 +198,18 @@ def assemble(
     if len(pieces) == 1 and pieces[0][0].size == num_ids:
         positions, rows = pieces[0]
         if num_ids == 0 or (positions[0] == 0 and bool(np.all(np.diff(positions) == 1))):
-            # One partition answered everything, in request order.
-            rows = np.asarray(rows).reshape((num_ids, *row_shape))
-            return rows if rows.flags.writeable else rows.copy()
+            return whole_answer(rows, num_ids, row_shape)
     out = np.empty((num_ids, *row_shape), dtype=dtype)
     for positions, rows in pieces:
         scatter_rows(out, positions, rows)
     return out
+
+
+def whole_answer(rows: np.ndarray, num_ids: int, row_shape: tuple[int, ...]) -> np.ndarray:
+    """One partition's answer to a whole request, already in request order, as the result: shaped
+    ``[num_ids, *row_shape]`` and writable (copied only when it is a read-only view of received bytes)."""
+    rows = np.asarray(rows).reshape((num_ids, *row_shape))
+    return rows if rows.flags.writeable else rows.copy()
 
 
 def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:
