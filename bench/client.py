@@ -10,8 +10,10 @@ reports medians over ``--repeats`` of:
     answering a request of the same size with a cached payload of the same size through identity
     serializers; one server, as in the server benchmark; two such servers in flight together also
     reported);
-(c) with partition 0 co-located (``local_read: on``): the same mixed read, the co-located partition's
-    rows alone, and numpy's in-process gather of those rows from the same memory-mapped file.
+(c) with partition 0 co-located (``local_read: on``): the same mixed read (timed on its own), then the
+    co-located partition's rows alone and numpy's in-process gather of such rows from the same
+    memory-mapped file into a reused array, interleaved (each with its own random rows, so neither
+    reads rows the other just cached).
 
     python bench/client.py                       # generates /tmp/g200k.npz once if missing
     python bench/client.py --graph /tmp/g200k.npz --rows 10000 --repeats 30 --out client.json
@@ -34,7 +36,7 @@ from common import emit_report
 
 from graphstore.launcher.local_servers import start_servers
 
-TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "colocated_mb_s": 750.0}
+TARGETS = {"concurrent_vs_sequential": 1.3, "vs_raw_baseline": 0.7, "local_part_vs_numpy_gather": 0.9}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -125,15 +127,18 @@ def timed(fn, repeats: int, warmup: int) -> list[float]:
 
 
 def interleaved(fns: dict, repeats: int, warmup: int) -> dict[str, list[float]]:
-    """Time several variants in alternation so that drift affects all alike."""
+    """Time several variants in alternation so that drift affects all alike; the order rotates every
+    repeat, so no variant always runs right after another (whose reads may have warmed the caches)."""
     for fn in fns.values():
         for _ in range(warmup):
             fn()
     times = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for repeat in range(repeats):
+        shift = repeat % len(names)
+        for name in names[shift:] + names[:shift]:
             start = time.perf_counter()
-            fn()
+            fns[name]()
             times[name].append(time.perf_counter() - start)
     return times
 
@@ -229,25 +234,31 @@ def run(args) -> dict:
         assert ctx.local_part_id == 0
         feat = DistGraph("bench").ndata["feat"]
         part0_end = int(ctx.book.node_bounds[1])
+        # Each variant reads its own random rows (drawn alike): a gather of rows another variant has
+        # just read would find them in the CPU caches.
         local_sets = id_sets(rng, part0_end, args.rows, 8)
+        gather_sets = id_sets(rng, part0_end, args.rows, 8)
         local_array = ctx.local_partition_data.node_feats["_N"]["feat"]
         gather_out = np.empty((args.rows, feat.shape[1]), dtype=np.float32)
         for ids in sets[:2]:
             assert np.array_equal(feat[ids].numpy(), table[ids])
+        # The mixed read on its own: its RPC keeps the server (and the client's gRPC threads) busy for
+        # a moment after it returns, which would slow whichever in-process read came next.
+        mixed_times = timed(cycling(lambda ids: feat[ids], sets), args.repeats, args.warmup)
         local_times = interleaved(
             {
-                "colocated_mixed": cycling(lambda ids: feat[ids], sets),
                 "colocated_local_part_only": cycling(lambda ids: feat[ids], local_sets),
                 # mode="clip": numpy's fastest take (the default "raise" gathers into a temporary and
                 # copies it back); the IDs are in range, so nothing is clipped.
                 "inprocess_numpy_gather": cycling(
-                    lambda ids: np.take(local_array, ids, axis=0, out=gather_out, mode="clip"), local_sets
+                    lambda ids: np.take(local_array, ids, axis=0, out=gather_out, mode="clip"), gather_sets
                 ),
             },
             args.repeats,
             args.warmup,
         )
-        colocated = {name: mb_s(nbytes, t) for name, t in local_times.items()}
+        colocated = {"colocated_mixed": mb_s(nbytes, mixed_times)}
+        colocated.update({name: mb_s(nbytes, t) for name, t in local_times.items()})
         api.exit_client()
     finally:
         api.exit_client()
@@ -280,7 +291,7 @@ def run(args) -> dict:
         "meets_targets": {
             "a": ratios["a_concurrent_vs_sequential"] >= TARGETS["concurrent_vs_sequential"],
             "b": ratios["b_vs_raw_1_server"] >= TARGETS["vs_raw_baseline"],
-            "c": colocated["colocated_mixed"] >= TARGETS["colocated_mb_s"],
+            "c": ratios["c_local_part_vs_numpy_gather"] >= TARGETS["local_part_vs_numpy_gather"],
         },
     }
 

@@ -1,5 +1,6 @@
-"""Run every benchmark in ``bench/`` (``make bench``), merge their JSON into ``bench/results.json`` and
-plot each benchmark's figures into ``bench/results.png``.
+"""Run every benchmark in ``bench/`` (``make bench``), merge their JSON into ``bench/out/results.json``
+and plot each benchmark's figures into ``bench/out/results.png`` (``bench/out/`` is not tracked: the
+figures of a run are its own; DGL's are measured beside graphstore's by ``make bench-dgl``).
 
 Each ``bench/NAME.py`` prints one JSON object and accepts ``--out FILE``; it runs here with the small
 arguments of :data:`SMALL_ARGS` (its own defaults otherwise), in a child process with a time limit. A
@@ -10,7 +11,7 @@ time, a ratio or an accuracy.
 
     python bench/run_all.py                        # everything
     python bench/run_all.py --only loader,e2e      # some of them
-    python bench/run_all.py --plot-only            # redraw bench/results.png from bench/results.json
+    python bench/run_all.py --plot-only            # redraw the plot from the results file
 """
 
 from __future__ import annotations
@@ -168,8 +169,8 @@ def flatten_numbers(obj, prefix: str = "") -> list[tuple[str, float]]:
     return out
 
 
-# Per benchmark: the panel's unit and the (label, JSON path) pairs it shows, ours beside the reference
-# or target figure, so each panel compares numbers of one unit.
+# Per benchmark: the panel's unit and the (label, JSON path) pairs it shows, figures of one unit that
+# the benchmark measured in the same run (DGL's figures come from bench/dgl/side_by_side.py alone).
 PANELS = {
     "server": (
         "MB/s",
@@ -178,7 +179,6 @@ PANELS = {
             ("raw-bytes gRPC baseline, 200k", "graphs[0].pull_10000.raw_baseline_MBps"),
             ("pull 10k rows, 1M graph", "graphs[1].pull_10000.pull_MBps"),
             ("raw-bytes gRPC baseline, 1M", "graphs[1].pull_10000.raw_baseline_MBps"),
-            ("DGL 2.1 remote pull (reference)", None, 660.0),
         ],
     ),
     "client": (
@@ -188,7 +188,6 @@ PANELS = {
             ("same, one server after the other", "mb_per_s.sequential"),
             ("raw-bytes gRPC baseline", "mb_per_s.raw_1_server"),
             ("co-located partition 0 + remote 1", "mb_per_s.colocated_mixed"),
-            ("co-located DGL client (reference)", None, 900.0),
         ],
     ),
     "partition": (
@@ -197,7 +196,6 @@ PANELS = {
             ("METIS, end to end", "results[0].metis.end_to_end_s"),
             ("METIS + train/in-degree balance", "results[0].metis_balanced.end_to_end_s"),
             ("random", "results[0].random.end_to_end_s"),
-            ("DGL 2.1 partition_graph (reference)", None, 41.0),
         ],
     ),
     "loader": (
@@ -205,7 +203,6 @@ PANELS = {
         [
             ("sequential", "results[0].two_layer.sequential_batches_per_s"),
             ("prefetch", "results[0].two_layer.prefetch_batches_per_s"),
-            ("DGL 2.1 (reference, best)", None, 10.8),
         ],
     ),
     "optim": (
@@ -214,7 +211,6 @@ PANELS = {
             ("SparseAdagrad, 1 trainer", "results[0].steps_per_s"),
             ("SparseAdagrad, 1 trainer, no process group", "results[1].steps_per_s"),
             ("SparseAdagrad, 2 trainers (each)", "results[2].steps_per_s"),
-            ("DGL 2.1, 1 trainer (reference, best)", None, 37.0),
         ],
     ),
     "e2e": (
@@ -236,12 +232,8 @@ def headline_figures(result, name: str = "") -> tuple[str, list[tuple[str, float
     numbers = dict(flatten_numbers(result))
     if name in PANELS:
         unit, rows = PANELS[name]
-        chosen = []
-        for label, path, *fixed in rows:
-            value = fixed[0] if path is None else numbers.get(path)
-            if value is not None:
-                chosen.append((label, value))
-        if any(path is not None and path in numbers for _, path, *_ in rows):
+        chosen = [(label, numbers[path]) for label, path in rows if path in numbers]
+        if chosen:
             return unit, chosen
     if isinstance(result, dict):
         for key in ("figures", "summary"):
@@ -274,8 +266,7 @@ def plot(results: dict, path: Path) -> None:
             continue
         labels = [label if len(label) <= 60 else "…" + label[-59:] for label, _ in figures]
         values = [value for _, value in figures]
-        colors = ["#999999" if "reference" in label else "#4C72B0" for label in labels]
-        bars = ax.barh(range(len(values)), values, color=colors)
+        bars = ax.barh(range(len(values)), values, color="#4C72B0")
         ax.set_yticks(range(len(values)), labels, fontsize=8)
         ax.invert_yaxis()
         positive = [v for v in values if v > 0]
@@ -299,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", help="comma-separated benchmark names (default: all)")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per benchmark")
-    parser.add_argument("--results", default=str(BENCH_DIR / "results.json"))
-    parser.add_argument("--plot", default=str(BENCH_DIR / "results.png"))
+    parser.add_argument("--results", default=str(BENCH_DIR / "out" / "results.json"))
+    parser.add_argument("--plot", default=str(BENCH_DIR / "out" / "results.png"))
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from --results")
     parser.add_argument("--out", help="also write the merged JSON here")
     args = parser.parse_args(argv)
@@ -316,6 +307,7 @@ def main(argv: list[str] | None = None) -> int:
             results["benchmarks"].update(previous.get("benchmarks", {}))
         for script in discover(only):
             results["benchmarks"][script.stem] = run_benchmark(script, args.timeout)
+        results_path.parent.mkdir(parents=True, exist_ok=True)
         results_path.write_text(json.dumps(results, indent=1))
         if args.out:
             Path(args.out).write_text(json.dumps(results, indent=1))

@@ -12,8 +12,8 @@ and measures, in one run with the measurements interleaved so that machine noise
 - the server's anonymous RSS (RssAnon, which excludes mapped files) after touching every feature row
   and every node's neighbors once, against the partition's size on disk.
 
-Targets (issue 3): 10,000-row pulls >= 0.7x the raw baseline and >= 660 MB/s (DGL 2.1's RPC here);
-RssAnon <= 0.2x partition size on disk + 300 MB.
+Targets (issue 3): 10,000-row pulls >= 0.7x the raw baseline; RssAnon <= 0.2x partition size on disk
++ 300 MB. DGL's pulls are measured beside graphstore's by ``make bench-dgl`` (``bench/dgl/side_by_side.py``).
 
     python bench/server.py                       # 200k and 1M nodes, JSON to stdout
     python bench/server.py --sizes 200000 --repeats 20 --out bench-server.json
@@ -276,7 +276,6 @@ def bench_graph(num_nodes: int, args: argparse.Namespace, raw: RawClient) -> dic
         p10k = result["pull_10000"]
         result["targets"] = {
             "pull_10k_ge_0.7x_raw": p10k["pull_over_raw_paired_median"] >= 0.7,
-            "pull_10k_ge_660MBps": p10k["pull_MBps"] >= 660,
             "rss_anon_le_0.2x_disk_plus_300MB": rss_anon <= limit,
         }
         client.shutdown()

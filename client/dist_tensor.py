@@ -25,9 +25,9 @@ import torch
 from graphstore import dtypes
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
-from graphstore.client.routing import assemble, last_occurrence, normalize_index, split_by_partition
+from graphstore.client.routing import last_occurrence, normalize_index, split_by_partition, whole_answer
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
-from graphstore.client.tensor_reads import InProcessReader, partition_reader, read_into
+from graphstore.client.tensor_reads import partition_reader, read_into, schedule_reads
 from graphstore.errors import ServerError
 from graphstore.types import InitSpec, TensorScheme
 
@@ -260,22 +260,19 @@ class DistTensor:
             for part_id, positions, part_ids in routes
         ]
         if len(targets) == 1:
-            target, positions, part_ids = targets[0]
-            return assemble(
-                ids.size,
-                self._row_shape,
-                self._storage_dtype,
-                [(positions, target.pull(self._name, part_ids))],
-            )
+            # One partition holds every ID (a single route keeps the request order): no reassembly.
+            target, _, part_ids = targets[0]
+            return whole_answer(target.pull(self._name, part_ids), ids.size, self._row_shape)
         if buffers is not None:
             out = buffers.empty(ids.size, self._row_shape, self._storage_dtype)
         else:
             out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
 
-        # run_parallel runs the first call in this thread after starting the others: local gathers first.
-        targets.sort(key=lambda item: not isinstance(item[0], InProcessReader))
+        first, concurrent = schedule_reads(targets, self._row_bytes())
+        for target, positions, part_ids in first:
+            read_into(out, target, self._name, positions, part_ids)
         ctx.run_parallel(
-            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in targets]
+            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in concurrent]
         )
         return out
 

@@ -110,11 +110,16 @@ def split_by_partition(
     if ids.size == 0:
         return []
     bounds = np.asarray(bounds, dtype=np.int64)
-    parts = partition_of(ids, bounds)
-    num_parts = len(bounds) - 1
-    first = int(parts[0])
-    if num_parts == 1 or bool(np.all(parts == first)):
+    # The smallest and largest ID settle the range check and, when they share a partition, the whole
+    # routing: no per-ID search for the common single-partition read (a co-located one).
+    lowest, highest = int(ids.min()), int(ids.max())
+    if lowest < 0 or highest >= int(bounds[-1]):
+        check_id_range(ids, int(bounds[-1]), "IDs")
+    first, last = (int(p) for p in np.searchsorted(bounds, (lowest, highest), side="right") - 1)
+    if first == last:
         return [(first, np.arange(ids.size, dtype=np.int64), ids)]
+    parts = np.searchsorted(bounds, ids, side="right") - 1
+    num_parts = len(bounds) - 1
     groups = []
     if num_parts <= _MASK_ROUTING_MAX_PARTS:
         # A few passes of a comparison are cheaper than a stable sort for the usual 2-8 partitions.
@@ -193,13 +198,18 @@ def assemble(
     if len(pieces) == 1 and pieces[0][0].size == num_ids:
         positions, rows = pieces[0]
         if num_ids == 0 or (positions[0] == 0 and bool(np.all(np.diff(positions) == 1))):
-            # One partition answered everything, in request order.
-            rows = np.asarray(rows).reshape((num_ids, *row_shape))
-            return rows if rows.flags.writeable else rows.copy()
+            return whole_answer(rows, num_ids, row_shape)
     out = np.empty((num_ids, *row_shape), dtype=dtype)
     for positions, rows in pieces:
         scatter_rows(out, positions, rows)
     return out
+
+
+def whole_answer(rows: np.ndarray, num_ids: int, row_shape: tuple[int, ...]) -> np.ndarray:
+    """One partition's answer to a whole request, already in request order, as the result: shaped
+    ``[num_ids, *row_shape]`` and writable (copied only when it is a read-only view of received bytes)."""
+    rows = np.asarray(rows).reshape((num_ids, *row_shape))
+    return rows if rows.flags.writeable else rows.copy()
 
 
 def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:

@@ -28,7 +28,7 @@ from graphstore.types import TensorScheme
 # Elements of one tensor beyond this overflow int64 byte counts (2**63 / 16-byte items, rounded).
 _MAX_ELEMENTS = 2**59
 # Requests whose working memory is at least this large reserve it from the memory budget (smaller ones,
-# such as the client's 4 MiB pull chunks, skip reading the memory figures).
+# such as pulls of up to 8 MiB of rows, skip reading the memory figures).
 ADMIT_FROM_BYTES = 16 * 1024 * 1024
 # Peak bytes per sampled edge: the sampler's index arrays (about 100) plus the answer's three ID arrays
 # and their encoding (48).

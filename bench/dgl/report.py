@@ -1,16 +1,28 @@
-"""Ratios of the side-by-side runs: which figure each workload is judged by, and the table.
+"""Ratios of the side-by-side runs: which figure each workload is judged by, and the tables.
 
 A ratio above 1 always means graphstore did better: graphstore ÷ DGL for a throughput, DGL ÷
 graphstore for a time or a memory peak. Each run pairs one graphstore measurement with one DGL
 measurement taken next to it; the summary is the median of the per-run ratios and their spread.
+
+Run as a script, it renders a results file of ``side_by_side.py`` (the README's performance table is
+this output, pasted as is):
+
+    python bench/dgl/report.py --results bench/results/2026-11-25-vm.json --markdown
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import statistics
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from workloads import ADAGRAD_ROWS, LOCALITIES, PULL_ROWS, PULL_THREADS
+
+# The project's targets (issue 21) for the ratio's median, by workload prefix.
+TARGETS = {"pull/": 1.2, "sample/": 1.5, "adagrad/": 2.0, "graphsage_epoch": 1.3}
 
 
 @dataclass(frozen=True)
@@ -114,6 +126,7 @@ def table(summary: dict[str, dict]) -> str:
     """The ratio table: per figure, both medians and the median ratio with its min–max and IQR."""
     header = (
         f"{'workload':<34} {'graphstore':>18} {'DGL':>18} {'ratio':>7}  {'min-max':>13}  {'IQR':>13}  runs"
+        "  target"
     )
     lines = [header, "-" * len(header)]
     for key, entry in summary.items():
@@ -123,9 +136,95 @@ def table(summary: dict[str, dict]) -> str:
         unit = entry["unit"]
         spread = f"{entry['ratio_min']:.2f}-{entry['ratio_max']:.2f}"
         iqr = f"{entry['ratio_q1']:.2f}-{entry['ratio_q3']:.2f}"
+        target = target_of(key)
+        verdict = (
+            "" if target is None else f"{target}x {'met' if entry['ratio_median'] >= target else 'NOT met'}"
+        )
         lines.append(
             f"{key:<34} {human(entry['graphstore_median'], unit):>18} {human(entry['dgl_median'], unit):>18} "
-            f"{entry['ratio_median']:>6.2f}x  {spread:>13}  {iqr:>13}  {entry['runs']}"
+            f"{entry['ratio_median']:>6.2f}x  {spread:>13}  {iqr:>13}  {entry['runs']:>4}  {verdict}"
         )
     lines.append("ratio > 1: graphstore better (graphstore/DGL throughput; DGL/graphstore time and memory)")
     return "\n".join(lines)
+
+
+def target_of(key: str) -> float | None:
+    """The target ratio of a summary key (``workload:field``), None where there is none."""
+    workload = key.split(":", 1)[0]
+    return next((ratio for prefix, ratio in TARGETS.items() if workload.startswith(prefix)), None)
+
+
+def run_line(report: dict, path: str) -> str:
+    """One sentence naming the run: file, dates, machine, load, runs, graph and versions."""
+    machine, settings, versions = report["machine"], report["settings"], report["versions"]
+    load = report["load"]
+    ours, dgl = versions.get("graphstore", {}), versions.get("dgl", {})
+    ram = machine.get("ram_bytes") or 0
+    return (
+        f"`{path}`: `{report['command']}`, {report['started']} to {report['finished']}, on {machine['host']} "
+        f"({machine['cpu_model']}, {machine['cores']} cores, {ram / 2**30:.1f} GiB RAM), load average "
+        f"(1 / 5 / 15 min) {load['before']['loadavg_1m']:.2f} / {load['before']['loadavg_5m']:.2f} / "
+        f"{load['before']['loadavg_15m']:.2f} before and {load['after']['loadavg_1m']:.2f} / "
+        f"{load['after']['loadavg_5m']:.2f} / {load['after']['loadavg_15m']:.2f} after; "
+        f"{settings['runs_done']} alternating runs, {settings['num_nodes']:,} nodes, "
+        f"{settings['partitions']} partitions ({settings['part_method']}); graphstore "
+        f"{ours.get('graphstore', '?')} (commit {versions.get('graphstore_commit', '?')[:12]}, torch "
+        f"{ours.get('torch', '?')}), DGL {dgl.get('dgl', '?')} (torch {dgl.get('torch', '?')})."
+    )
+
+
+def markdown(report: dict, path: str) -> str:
+    """The summary of a results file as a markdown table, after a line naming the run."""
+    lines = [
+        run_line(report, path),
+        "",
+        "| workload | figure | graphstore | DGL | ratio (median) | min–max | IQR | runs | target | met |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+    ]
+    for key, entry in report["summary"].items():
+        workload, field = key.split(":", 1)
+        target = target_of(key)
+        if not entry.get("runs"):
+            lines.append(f"| `{workload}` | {field} | | | no paired run | | | 0 | | |")
+            continue
+        unit = entry["unit"]
+        met = "" if target is None else ("yes" if entry["ratio_median"] >= target else "no")
+        lines.append(
+            f"| `{workload}` | {field} | {human(entry['graphstore_median'], unit)} | "
+            f"{human(entry['dgl_median'], unit)} | {entry['ratio_median']:.2f}x | "
+            f"{entry['ratio_min']:.2f}–{entry['ratio_max']:.2f} | "
+            f"{entry['ratio_q1']:.2f}–{entry['ratio_q3']:.2f} | "
+            f"{entry['runs']} | {'' if target is None else f'≥ {target}x'} | {met} |"
+        )
+    lines += [
+        "",
+        "Ratio > 1: graphstore better (graphstore ÷ DGL for throughputs, DGL ÷ graphstore for times and "
+        "memory); the median of the per-run ratios, each run pairing the two systems back to back.",
+    ]
+    if report.get("errors"):
+        lines.append(f"{len(report['errors'])} section run(s) failed; see `errors` in the results file.")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description="Render a side_by_side.py results file.")
+    parser.add_argument("--results", required=True, help="a bench/results/<date>-<host>.json file")
+    parser.add_argument("--markdown", action="store_true", help="a markdown table (default: plain text)")
+    args = parser.parse_args(argv)
+    path = Path(args.results)
+    report = json.loads(path.read_text())
+    shown = (
+        str(path.resolve().relative_to(Path.cwd()))
+        if path.resolve().is_relative_to(Path.cwd())
+        else str(path)
+    )
+    print(
+        markdown(report, shown)
+        if args.markdown
+        else run_line(report, shown) + "\n\n" + table(report["summary"])
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

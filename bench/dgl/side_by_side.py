@@ -14,6 +14,7 @@ epoch, 2 servers + 2 trainers). Writes ``bench/results/<date>-<host>.json`` and 
 
     python bench/dgl/side_by_side.py --runs 1 --quick          # smoke: 20k nodes, a few calls each
     python bench/dgl/side_by_side.py --runs 7                  # the full comparison (200k nodes)
+    python bench/dgl/side_by_side.py --runs 3 --workloads 'pull/mixed/*,graphsage_epoch'   # some
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from machine import git_commit, load, machine
 from processes import dgl_shared_memory_files, exit_on_signals, remove_shared_memory, run_measured
 from report import metrics, summarize, table
 from system_graphstore import partition_command
+from workloads import selected
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -55,6 +57,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--sections", default=",".join(SECTIONS), help=f"comma-separated: {', '.join(SECTIONS)}"
     )
     parser.add_argument(
+        "--workloads",
+        help="comma-separated shell patterns of the figures' workloads to run, e.g. 'pull/mixed/*,"
+        "graphsage_epoch' (default: all; a section none of whose workloads matches is skipped)",
+    )
+    parser.add_argument(
         "--dgl-python",
         default=str(REPO / ".venv-dgl" / "bin" / "python"),
         help="interpreter with DGL (make bench-dgl builds .venv-dgl)",
@@ -69,6 +76,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     unknown = sorted(set(args.sections) - set(SECTIONS))
     if unknown:
         parser.error(f"--sections: unknown {unknown}; choose from {list(SECTIONS)}")
+    args.patterns = [p.strip() for p in args.workloads.split(",") if p.strip()] if args.workloads else None
+    args.sections = [
+        section
+        for section in args.sections
+        if any(m.section == section and selected(m.workload, args.patterns) for m in metrics())
+    ]
+    if not args.sections:
+        parser.error(f"--workloads {args.workloads!r} matches no workload of the sections chosen")
     if args.num_nodes is None:
         args.num_nodes = 20_000 if args.quick else 200_000
     if not Path(args.dgl_python).is_file():
@@ -156,6 +171,8 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
         ]
         if args.quick:
             command.append("--quick")
+        if args.patterns and section == "client":
+            command += ["--workloads", ",".join(args.patterns)]
     shm_before = dgl_shared_memory_files(GRAPH_NAME)
     log_path = folder / "output.log"
     try:
@@ -222,7 +239,11 @@ def versions_of(runs: dict) -> dict:
 
 def write_report(args, path: Path, runs: dict, errors: list, started: str, load_before: dict) -> dict:
     """Summarize the runs so far and (re)write the results file; returns the summary."""
-    summary = {m.key: summarize(m, runs[m.section]) for m in metrics() if m.section in runs}
+    summary = {
+        m.key: summarize(m, runs[m.section])
+        for m in metrics()
+        if m.section in runs and selected(m.workload, args.patterns)
+    }
     report = {
         "benchmark": "graphstore vs dgl.distributed, side by side",
         "command": shlex.join([Path(sys.executable).name, *sys.argv]),
@@ -240,6 +261,7 @@ def write_report(args, path: Path, runs: dict, errors: list, started: str, load_
             "partitions": 2,
             "part_method": "metis",
             "sections": args.sections,
+            "workloads": args.patterns,
         },
         "versions": {**versions_of(runs), "graphstore_commit": git_commit(REPO)},
         "machine": machine(),
@@ -261,8 +283,12 @@ def main(argv=None) -> int:
     graph = generate_graph(args)
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    suffix = "-quick" if args.quick else ""
+    suffix = ("-quick" if args.quick else "") + (
+        "-partial" if args.patterns or len(args.sections) < len(SECTIONS) else ""
+    )
     path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"
+    if path.exists() and not suffix:  # a full run never replaces an earlier one of the same day
+        path = path.with_name(f"{time.strftime('%Y-%m-%d-%H%M')}-{socket.gethostname()}.json")
     load_before = load()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

@@ -42,6 +42,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--num-classes", type=int, default=16)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="a few calls per workload (smoke mode)")
+    parser.add_argument(
+        "--workloads", help="client: comma-separated shell patterns of the workloads to run (default: all)"
+    )
     parser.add_argument("--out", help="where the JSON result goes")
     return parser.parse_args(argv)
 
@@ -61,12 +64,13 @@ def run_client(module, args) -> dict:
     from workloads import Repeats, client_workloads
 
     repeats = Repeats.quick() if args.quick else Repeats()
+    patterns = args.workloads.split(",") if args.workloads else None
     log_dir = Path(args.log_dir)
     if module.NAME == "graphstore":
         with module.cluster(args.part_config, args.graph_name, log_dir) as config:
             system = module.GraphstoreSystem(config)
             try:
-                return client_workloads(system, args.seed, repeats)
+                return client_workloads(system, args.seed, repeats, patterns)
             finally:
                 system.close()
     with (
@@ -79,7 +83,7 @@ def run_client(module, args) -> dict:
         os.environ.update(env)
         system = module.DglSystem(ip_config, args.part_config, args.graph_name)
         try:
-            return client_workloads(system, args.seed, repeats)
+            return client_workloads(system, args.seed, repeats, patterns)
         finally:
             system.close()
 

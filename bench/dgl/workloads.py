@@ -21,6 +21,7 @@ each system's own relabelling. numpy and torch only: this module runs in both ve
 from __future__ import annotations
 
 import contextlib
+import fnmatch
 import statistics
 import threading
 import time
@@ -163,17 +164,20 @@ def two_hop(system, seed: int, repeats: Repeats, with_features: bool) -> dict:
     return {"batches_per_s": 1.0 / median, "median_ms": median * 1e3, "input_nodes": float(np.mean(inputs))}
 
 
-def sparse_adagrad(system, rows: int, seed: int, repeats: Repeats, name: str) -> dict:
+def sparse_adagrad(system, rows: int, seed: int, repeats: Repeats, name: str, steps: int) -> dict:
     """Training steps of a ``[num_nodes, 64]`` DistEmbedding with SparseAdagrad on ``rows`` unique rows.
 
-    A step reads the rows (``emb(ids)``), backpropagates ``sum(rows**2)`` and calls ``step()``.
+    A step reads the rows (``emb(ids)``), backpropagates ``sum(rows**2)`` and calls ``step()``;
+    ``steps`` timed steps follow the warm-up ones (0: the embedding and optimizer are only created).
     """
     emb = system.embedding(system.num_nodes, EMBEDDING_DIM, name)
     optimizer = system.sparse_adagrad(emb, 0.01)
+    if steps == 0:
+        return {}
     rng = np.random.default_rng([seed, 3, rows])
     id_sets = [
         system.to_system_ids(rng.choice(system.num_nodes, rows, replace=False))
-        for _ in range(repeats.adagrad_steps + repeats.warmup)
+        for _ in range(steps + repeats.warmup)
     ]
 
     def step(ids):
@@ -187,24 +191,42 @@ def sparse_adagrad(system, rows: int, seed: int, repeats: Repeats, name: str) ->
     for ids in id_sets[repeats.warmup :]:
         step(ids)
     seconds = time.perf_counter() - start
-    return {
-        "steps_per_s": repeats.adagrad_steps / seconds,
-        "ms_per_step": seconds * 1e3 / repeats.adagrad_steps,
-    }
+    return {"steps_per_s": steps / seconds, "ms_per_step": seconds * 1e3 / steps}
 
 
-def client_workloads(system, seed: int, repeats: Repeats) -> dict:
-    """Every single-client workload, in a fixed order; returns ``{workload key: figures}``."""
+def selected(key: str, patterns: list[str] | None) -> bool:
+    """Whether workload ``key`` matches one of the shell-style ``patterns`` (None: every workload).
+
+    >>> selected("pull/mixed/1000/4t", ["pull/mixed/*"]), selected("sample/1hop", ["pull/*"])
+    (True, False)
+    """
+    return patterns is None or any(fnmatch.fnmatchcase(key, pattern) for pattern in patterns)
+
+
+def client_workloads(system, seed: int, repeats: Repeats, patterns: list[str] | None = None) -> dict:
+    """The single-client workloads whose keys match ``patterns`` (None: all), in a fixed order;
+    returns ``{workload key: figures}``.
+
+    The SparseAdagrad embeddings and optimizers are created even when their steps are not selected:
+    DGL creates them collectively with its peer client, which always takes part.
+    """
     results = {}
     for locality in LOCALITIES:
         for rows in PULL_ROWS:
             for threads in PULL_THREADS:
-                results[f"pull/{locality}/{rows}/{threads}t"] = pull(
-                    system, locality, rows, threads, seed, repeats
-                )
-    results["sample/1hop"] = one_hop(system, seed, repeats)
-    results["sample/2hop"] = two_hop(system, seed, repeats, with_features=False)
-    results["sample/2hop+feat"] = two_hop(system, seed, repeats, with_features=True)
+                key = f"pull/{locality}/{rows}/{threads}t"
+                if selected(key, patterns):
+                    results[key] = pull(system, locality, rows, threads, seed, repeats)
+    if selected("sample/1hop", patterns):
+        results["sample/1hop"] = one_hop(system, seed, repeats)
+    if selected("sample/2hop", patterns):
+        results["sample/2hop"] = two_hop(system, seed, repeats, with_features=False)
+    if selected("sample/2hop+feat", patterns):
+        results["sample/2hop+feat"] = two_hop(system, seed, repeats, with_features=True)
     for rows in ADAGRAD_ROWS:
-        results[f"adagrad/{rows}"] = sparse_adagrad(system, rows, seed, repeats, embedding_name(rows))
+        key = f"adagrad/{rows}"
+        steps = repeats.adagrad_steps if selected(key, patterns) else 0
+        result = sparse_adagrad(system, rows, seed, repeats, embedding_name(rows), steps)
+        if steps:
+            results[key] = result
     return results

@@ -29,8 +29,11 @@ class PrefetchIterator:
     ``prefetch`` items ahead in worker threads and ``deliver`` in the iterating thread.
 
     ``prefetch=0`` produces each batch in the caller's thread when asked (no threads). The worker
-    threads run ``background_nice`` lower than normal (see :mod:`graphstore.priority`). ``deliver``
-    defaults to the identity.
+    threads run ``background_nice`` lower than normal (see :mod:`graphstore.priority`). The first batch
+    is produced by the caller's first ``next()`` itself, while the workers start on the next ones:
+    the caller has nothing to overlap it with and would otherwise wait on a lower-priority thread
+    (on a machine whose other processes keep the cores busy, much longer than the batch takes).
+    ``deliver`` defaults to the identity.
     """
 
     def __init__(
@@ -57,6 +60,7 @@ class PrefetchIterator:
                 thread_name_prefix=LOADER_THREAD_PREFIX,
                 initializer=functools.partial(lower_thread_priority, background_nice),
             )
+            self._next_submit = 1  # the first batch is the caller's (see the class docstring)
             self._fill()
 
     def __len__(self) -> int:
@@ -77,6 +81,13 @@ class PrefetchIterator:
             item = self._items[self._next_yield]
             self._next_yield += 1
             return self._deliver(self._produce(item))
+        if self._next_yield == 0:
+            self._next_yield = 1
+            try:
+                return self._deliver(self._produce(self._items[0]))
+            except BaseException:
+                self.close()
+                raise
         if not self._pending:
             self.close()
             raise StopIteration

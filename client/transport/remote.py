@@ -9,7 +9,8 @@ token, keepalive, the server's errors raised as the in-process server's exceptio
 - pulls and pushes are split by rows so that no request or answer exceeds ``RpcPolicy.chunk_bytes``;
   the chunks of one call are in flight together (:mod:`~graphstore.client.transport.chunking`);
 - pulls use the codec's zero-copy decoder: the rows of a single-chunk pull are a read-only view of
-  the received bytes (callers copy them where they assemble their output);
+  the received bytes (callers copy them where they assemble their output); concurrent single-chunk
+  pulls of one tensor share requests (:mod:`~graphstore.client.transport.pull_coalescer`);
 - every mutating request (one per chunk) carries a request ID given once, when it is built
   (:mod:`~graphstore.client.transport.request_ids`): its retries send the same ID, and the server
   applies it at most once. :meth:`RemotePartition.prepare_push_grad` returns a gradient push whose
@@ -29,6 +30,7 @@ from graphstore.auth import NO_SECURITY, ChannelSecurity
 from graphstore.client.transport.barrier_poll import wait_at_barrier
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.chunking import query_edges_in_chunks, run_chunks, split_rows
+from graphstore.client.transport.pull_coalescer import PullCoalescers
 from graphstore.client.transport.request_ids import RequestIds
 from graphstore.client.transport.write_requests import (
     checkpoint_request,
@@ -93,6 +95,7 @@ class RemotePartition:
         self._avg_degree: float | None = None
         self._lock = threading.Lock()
         self._ids = RequestIds(client_id)
+        self._coalescers = PullCoalescers(self._pull_one)
         raise_malloc_thresholds()
         self._channel = ServerChannel(address, policy, self.security)
         self.max_call_time_s = self._channel.max_call_time_s
@@ -217,9 +220,9 @@ class RemotePartition:
     def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows of ``name`` for global ``ids`` (owned by this partition), in request order.
 
-        A pull larger than ``policy.chunk_bytes`` is split into concurrent chunks. The result is in
-        storage form (bfloat16 as uint16); a single-chunk result is a read-only view of the
-        received bytes.
+        A pull larger than ``policy.chunk_bytes`` is split into concurrent chunks; smaller ones may share
+        a request with other threads' (:class:`PullCoalescers`). The result is in storage form
+        (bfloat16 as uint16); a single-chunk result is a read-only view of the received bytes.
 
         Raises:
             KeyError: unknown tensor.
@@ -235,7 +238,7 @@ class RemotePartition:
         row_bytes = storage.itemsize * int(np.prod(row_shape, dtype=np.int64))
         chunks = split_rows(len(ids), self.policy.chunk_bytes // max(row_bytes, 8))
         if len(chunks) == 1:
-            return self._pull_one(name, ids)
+            return self._coalescers.pull(name, ids, row_bytes)
         answers = run_chunks(self._channel, [_pull_request(name, ids[sl]) for sl in chunks])
         out = np.empty((len(ids), *row_shape), dtype=storage)
         for sl, raw in zip(chunks, answers, strict=True):

@@ -175,14 +175,19 @@ def test_cpu_transfer_stages_and_delivers_the_batch_as_is():
 def test_batches_are_delivered_in_the_iterating_thread(prefetch):
     made, delivered = [], []
     iterator = PrefetchIterator(
-        lambda item: (made.append(threading.current_thread().name), item)[1],
+        lambda item: (made.append((item, threading.current_thread().name)), item)[1],
         list(range(5)),
         prefetch,
         deliver=lambda batch: (delivered.append(threading.current_thread()), batch * 10)[1],
     )
     assert list(iterator) == [0, 10, 20, 30, 40]
     assert delivered == [threading.current_thread()] * 5
-    assert (prefetch > 0) == all(name != threading.current_thread().name for name in made)
+    caller = threading.current_thread().name
+    producers = dict(made)
+    # The first batch is the caller's own (nothing to overlap it with); with prefetching the rest are
+    # the workers'.
+    assert producers[0] == caller
+    assert (prefetch > 0) == all(producers[item] != caller for item in range(1, 5))
 
 
 # -- CPU loaders with pinning off -----------------------------------------------------------------------

@@ -12,9 +12,6 @@ from graphstore.client.constants import NID
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
 
-# torch warns once per process that sparse CSR tensors (used by the layers) are a beta feature.
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -78,6 +75,95 @@ def test_sage_layer_equals_dense(aggregator, widths):
     # the (h_src, h_dst) form gives the same answer
     pair = layer(block, (x[block.srcdata[NID]], x[block.dstdata[NID]]))
     torch.testing.assert_close(pair, out)
+
+
+@pytest.mark.parametrize("aggregator", ["mean", "gcn", "pool"])
+@pytest.mark.parametrize("widths", [(6, 4), (3, 8)])
+def test_sage_layer_gradients_equal_dense(aggregator, widths):
+    rng = np.random.default_rng(3)
+    torch.manual_seed(0)
+    seeds, frontiers, blocks = random_two_layer_sample(rng)
+    layer = SAGEConv(widths[0], widths[1], aggregator).double()
+    x = torch.randn(frontiers[0].num_nodes(), widths[0], dtype=torch.float64, requires_grad=True)
+    weights = torch.randn(len(seeds), widths[1], dtype=torch.float64)
+    block = blocks[-1]
+    (layer(block, x[block.srcdata[NID]]) * weights).sum().backward()
+    got = {name: p.grad.clone() for name, p in layer.named_parameters()} | {"x": x.grad.clone()}
+    layer.zero_grad()
+    x.grad = None
+    dense = dense_sage(layer, dense_adjacency(frontiers[-1]), x)[torch.from_numpy(seeds)]
+    (dense * weights).sum().backward()
+    expected = {name: p.grad for name, p in layer.named_parameters()} | {"x": x.grad}
+    for name, grad in expected.items():
+        torch.testing.assert_close(got[name], grad, msg=name)
+
+
+@pytest.mark.parametrize("aggregator", ["mean", "gcn"])
+def test_sage_layer_runs_the_hooks_of_its_linear_layers(aggregator):
+    rng = np.random.default_rng(4)
+    torch.manual_seed(0)
+    seeds, frontiers, blocks = random_two_layer_sample(rng)
+    layer = SAGEConv(3, 5, aggregator).double()
+    x = torch.randn(frontiers[0].num_nodes(), 3, dtype=torch.float64)
+    block = blocks[-1]
+    plain = layer(block, x[block.srcdata[NID]])
+    calls = []
+    layer.fc_neigh.register_forward_hook(lambda module, inputs, output: calls.append(1) or output * 2)
+    hooked = layer(block, x[block.srcdata[NID]])
+    assert calls == [1]
+    bias = layer.bias.detach()
+    if aggregator == "gcn":
+        torch.testing.assert_close(hooked - bias, (plain - bias) * 2)
+    else:
+        self_term = x[block.dstdata[NID]] @ layer.fc_self.weight.detach().T
+        torch.testing.assert_close(hooked - bias - self_term, (plain - bias - self_term) * 2)
+
+
+def test_neighbor_sums_of_half_precision_inputs_accumulate_in_float32():
+    from graphstore.client.nn import aggregate_sum
+
+    rng = np.random.default_rng(6)
+    seeds, frontiers, blocks = random_two_layer_sample(rng)
+    block = blocks[-1]
+    h = torch.full((block.num_src_nodes(), 2), 1000.0, dtype=torch.float16)
+    weight = torch.rand(block.num_edges(), dtype=torch.float64)
+    summed = aggregate_sum(block, h, weight.to(torch.float16))
+    assert summed.dtype == torch.float32
+    src, dst = block.edges()
+    expected = torch.zeros(block.num_dst_nodes(), dtype=torch.float64)
+    expected.index_add_(0, dst, 1000.0 * weight.to(torch.float16).double())
+    torch.testing.assert_close(summed[:, 0].double(), expected, rtol=1e-6, atol=1e-3)
+    assert (summed[expected == 0] == 0).all()  # destinations without in-edges sum to zero
+
+
+@pytest.mark.parametrize("aggregator", ["mean", "gcn"])
+@pytest.mark.parametrize("project_first", [True, False])
+def test_sage_layer_equals_dense_in_either_order_of_projection_and_aggregation(
+    aggregator, project_first, monkeypatch
+):
+    rng = np.random.default_rng(7)
+    torch.manual_seed(0)
+    seeds, frontiers, blocks = random_two_layer_sample(rng)
+    layer = SAGEConv(6, 4, aggregator).double()
+    monkeypatch.setattr(layer, "_cheaper_to_project_first", lambda *sizes: project_first)
+    x = torch.randn(frontiers[0].num_nodes(), 6, dtype=torch.float64, requires_grad=True)
+    block = blocks[-1]
+    out = layer(block, x[block.srcdata[NID]])
+    expected = dense_sage(layer, dense_adjacency(frontiers[-1]), x)[torch.from_numpy(seeds)]
+    torch.testing.assert_close(out, expected)
+    (grad,) = torch.autograd.grad(out.sum(), x)
+    (expected_grad,) = torch.autograd.grad(expected.sum(), x)
+    torch.testing.assert_close(grad, expected_grad)
+
+
+def test_sage_layer_projects_first_only_where_that_costs_less():
+    layer = SAGEConv(256, 16)
+    # a sampled output layer: many more sources than destinations
+    assert not layer._cheaper_to_project_first(num_src=12_700, num_dst=1_024, num_edges=13_726)
+    # nearly every source is a destination and each has many in-edges
+    assert layer._cheaper_to_project_first(num_src=1_100, num_dst=1_000, num_edges=50_000)
+    # widening layers aggregate first
+    assert not SAGEConv(16, 256)._cheaper_to_project_first(num_src=1_100, num_dst=1_000, num_edges=50_000)
 
 
 def test_graphsage_two_layers_on_blocks_equals_dense_on_sampled_subgraph():

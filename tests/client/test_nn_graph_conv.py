@@ -10,8 +10,6 @@ from graphstore.client.block import to_block
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.nn_graph_conv import GraphConv
 
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 
 def _block(rng, num_nodes=80, num_seeds=12, zero_in_degree=False):
     seeds = rng.choice(num_nodes, num_seeds, replace=False)

@@ -15,6 +15,7 @@ from graphstore.client.routing import (
     partition_of,
     scatter_rows,
     split_by_partition,
+    whole_answer,
 )
 
 NUM_ROWS = 50
@@ -109,6 +110,10 @@ def test_split_by_partition_matches_reference(case):
 def test_split_by_partition_out_of_range_names_the_id():
     with pytest.raises(IndexError, match="30"):
         split_by_partition(np.array([1, 30]), np.array([0, 10, 20]))
+    with pytest.raises(IndexError, match="-1"):
+        split_by_partition(np.array([3, -1, 4]), np.array([0, 10, 20]))
+    with pytest.raises(IndexError, match="20"):
+        split_by_partition(np.array([12, 20]), np.array([0, 10, 20]))  # the last partition's end
     with pytest.raises(IndexError, match="-2"):
         partition_of(np.array([-2]), np.array([0, 10]))
 
@@ -142,6 +147,16 @@ def test_assemble_permuted_single_piece():
     rows = np.array([[10.0], [20.0], [30.0]], dtype=np.float32)
     out = assemble(3, (1,), rows.dtype, [(np.array([0, 2, 1]), rows)])
     np.testing.assert_array_equal(out[:, 0], [10.0, 30.0, 20.0])
+
+
+def test_whole_answer_is_writable_and_copies_only_read_only_rows():
+    rows = np.arange(12, dtype=np.float32)
+    kept = whole_answer(rows, 4, (3,))
+    assert kept.shape == (4, 3) and np.shares_memory(kept, rows)
+    received = np.frombuffer(rows.tobytes(), dtype=np.float32)  # read-only, as received bytes are
+    answer = whole_answer(received, 4, (3,))
+    assert answer.flags.writeable and not np.shares_memory(answer, received)
+    np.testing.assert_array_equal(answer, rows.reshape(4, 3))
 
 
 @pytest.mark.parametrize("min_length", [1, 2, 3, 64])

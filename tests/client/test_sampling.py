@@ -25,9 +25,6 @@ from graphstore.client.sampling import find_edges, in_subgraph, sample_neighbors
 from graphstore.launcher.local_servers import start_servers
 from tests.utils.graphs import make_partitioned_graph, relabeled
 
-# torch warns once per process that sparse CSR tensors (used by the layers) are a beta feature.
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 NUM_NODES = 1500
 
 

@@ -14,9 +14,6 @@ import torch as th
 import graphstore.compat.dgl as dgl
 from tests.e2e.conftest import CompatGraph
 
-# torch warns once per process that sparse CSR tensors (used by the layers) are a beta feature.
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 
 def _check_block_edges(block, ref) -> None:
     """Every edge of the block is the graph edge its EID names, in global IDs."""

@@ -371,6 +371,55 @@ def test_remote_chunks_large_pulls_and_pushes(server_group, graph_files):
             part.delete_tensor("chunked")
 
 
+def _count_calls(part: RemotePartition) -> list[str]:
+    """The methods of every call ``part`` makes from now on."""
+    calls: list[str] = []
+    channel = part._channel
+    for method in ("call", "call_future"):
+        original = getattr(channel, method)
+        setattr(channel, method, lambda *a, _f=original, **k: calls.append(a[0]) or _f(*a, **k))
+    return calls
+
+
+def test_default_policy_sends_pull_answers_up_to_16_mib_as_one_request(server_group):
+    policy = RpcPolicy(deadline_s=20)
+    assert policy.chunk_bytes == 16 * 1024 * 1024
+    with RemotePartition(server_group.addresses[1], 1, policy) as part:
+        meta = part.metadata()
+        ids = np.arange(meta.node_bounds[1], meta.node_bounds[2])
+        width = 5 * 1024 * 1024 // (4 * len(ids)) + 1  # answers of just over 5 MiB
+        part.init_tensor("wide", (NUM_NODES, width), "float32", "node")
+        try:
+            calls = _count_calls(part)
+            assert part.pull("wide", ids).shape == (len(ids), width)
+            assert calls.count("Pull") == 1
+            with RemotePartition(
+                server_group.addresses[1], 1, RpcPolicy(deadline_s=20, chunk_bytes=2**21)
+            ) as small:
+                calls = _count_calls(small)
+                assert small.pull("wide", ids).shape == (len(ids), width)
+            assert calls.count("Pull") == 3  # 2 MiB chunks
+        finally:
+            part.delete_tensor("wide")
+
+
+def test_remote_pulls_from_many_threads_each_get_their_rows(server_group, graph_files):
+    ref = graph_files[2]
+    with RemotePartition(server_group.addresses[1], 1, RpcPolicy(deadline_s=20)) as part:
+        meta = part.metadata()
+        low, high = meta.node_bounds[1], meta.node_bounds[2]
+        calls = _count_calls(part)
+
+        def worker(seed):
+            rng = np.random.default_rng(seed)
+            for _ in range(40):
+                ids = rng.integers(low, high, int(rng.integers(1, 30)))
+                np.testing.assert_array_equal(part.pull("feat", ids), ref["feat"][ids])
+
+        run_in_threads(worker, [(seed,) for seed in range(8)])
+        assert 0 < calls.count("Pull") <= 8 * 40
+
+
 def test_read_only_view_serves_partition_data_only(graph_files):
     from graphstore.partition import load_partition
     from graphstore.server.partition_server import PartitionServer

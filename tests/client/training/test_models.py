@@ -10,8 +10,6 @@ from torch import nn
 from graphstore.client import NID, GraphSAGE, SampledSubgraph, to_block
 from graphstore.client.training import MLP, TrainConfig, build_model, unwrap_model, wrap_model
 
-pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
-
 NUM_NODES = 200
 
 
