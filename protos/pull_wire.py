@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from graphstore import dtypes
-from graphstore.protos.codec import dtype_from_wire, little_endian, view_bytes
+from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos.codec import dtype_from_wire, little_endian, view_bytes, write_ids
 
 _WIRE_VARINT, _WIRE_I64, _WIRE_LEN, _WIRE_I32 = 0, 1, 2, 5
 
@@ -232,3 +233,10 @@ def decode_pull_response(buf: bytes) -> tuple[np.ndarray, str]:
     name = dtype_from_wire(wire_dtype, "rows.dtype")
     shape_t = tuple(d - (1 << 64) if d >= 1 << 63 else d for d in shape)
     return view_bytes(view[data_span[0] : data_span[1]], name, shape_t, "rows"), name
+
+
+def pull_request(name: str, ids: np.ndarray) -> pb.PullRequest:
+    """The request for the rows ``ids`` of tensor ``name`` (IDs packed as the codec writes them)."""
+    request = pb.PullRequest(name=name)
+    write_ids(request.ids, ids)
+    return request

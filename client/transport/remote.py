@@ -239,7 +239,8 @@ class RemotePartition:
         chunks = split_rows(len(ids), self.policy.chunk_bytes // max(row_bytes, 8))
         if len(chunks) == 1:
             return self._coalescers.pull(name, ids, row_bytes)
-        answers = run_chunks(self._channel, [_pull_request(name, ids[sl]) for sl in chunks])
+        requests = [("Pull", pull_wire.pull_request(name, ids[sl])) for sl in chunks]
+        answers = run_chunks(self._channel, requests)
         out = np.empty((len(ids), *row_shape), dtype=storage)
         for sl, raw in zip(chunks, answers, strict=True):
             rows, _ = pull_wire.decode_pull_response(raw)
@@ -247,7 +248,7 @@ class RemotePartition:
         return out
 
     def _pull_one(self, name: str, ids: np.ndarray) -> np.ndarray:
-        rows, _ = pull_wire.decode_pull_response(self._call(*_pull_request(name, ids)))
+        rows, _ = pull_wire.decode_pull_response(self._call("Pull", pull_wire.pull_request(name, ids)))
         return rows
 
     def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
@@ -547,9 +548,3 @@ class RemotePartition:
             ServerUnavailableError: the server could not be reached.
         """
         self._call("Shutdown", pb.ShutdownRequest())
-
-
-def _pull_request(name: str, ids: np.ndarray) -> tuple[str, pb.PullRequest]:
-    request = pb.PullRequest(name=name)
-    codec.write_ids(request.ids, ids)
-    return "Pull", request
