@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,6 +31,8 @@ import time
 from pathlib import Path
 
 import yaml
+
+from graphstore.launcher.hosts import free_ports
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
@@ -67,19 +68,6 @@ def run(command: list[str], log_path: Path, timeout_s: float) -> None:
     if code != 0:
         tail = log_path.read_text()[-3000:]
         raise RuntimeError(f"{' '.join(command[:6])} ... exited {code}; log {log_path}:\n{tail}")
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket()
-            sock.bind(("127.0.0.1", 0))
-            sockets.append(sock)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def partition(graph: Path, name: str, out: Path, feat_dtype: str, log_dir: Path) -> Path:

@@ -23,7 +23,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -73,28 +72,18 @@ def client_main(args: argparse.Namespace) -> int:
     return 0
 
 
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
 def parent_main(args: argparse.Namespace) -> dict:
     import yaml
 
     from graphstore.client.transport import RemotePartition
+    from graphstore.launcher.hosts import free_ports
     from graphstore.types import InitSpec
 
     work = Path(args.work_dir)
     work.mkdir(parents=True, exist_ok=True)
     part_config = prepare_graph(args, work)
     run_dir = Path(tempfile.mkdtemp(prefix="soak-", dir=work))
-    ports = _free_ports(2)
+    ports = free_ports(2)
     config = run_dir / "soak.yaml"
     config.write_text(
         yaml.safe_dump(

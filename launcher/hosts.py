@@ -51,6 +51,26 @@ def free_port(host: str = "") -> int:
         return sock.getsockname()[1]
 
 
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct TCP ports nothing listens on right now at ``host`` (all bound together, so
+    none is handed out twice, then released).
+
+    Args:
+        count: how many ports.
+        host: the address to bind, an IPv6 one without brackets.
+    """
+    sockets = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(_family(host), socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((host, 0))
+        return [sock.getsockname()[1] for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def port_accepts_connections(host: str, port: int, timeout_s: float = 0.3) -> bool:
     """Whether something accepts TCP connections at ``host:port`` (a port-in-use check).
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from graphstore.launcher.hosts import free_ports  # noqa: F401 - the tests import it from here
 from tests.utils.wait import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,20 +116,6 @@ def read_pid_files(folder, pattern: str = "*.pid") -> dict[str, int]:
         if text:
             pids[path.stem] = int(text)
     return pids
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """Distinct TCP ports nothing listens on right now."""
-    sockets = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
-            sockets.append(sock)
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def write_cluster(folder: Path, part_config: str, ports: list[int], **extra) -> Path:
