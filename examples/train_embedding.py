@@ -85,9 +85,7 @@ def run(config: training.EmbeddingConfig) -> dict:
             epoch=epoch,
             show_progress=trainer.show_progress,
             input_fn=embed,
-            # Through the scaler: under fp16 the rows' gradients are unscaled, and a step with an inf/NaN
-            # gradient on any trainer is skipped on all of them (a plain step without fp16).
-            after_backward=(lambda: scaler.step(sparse_optimizer)) if sparse_optimizer is not None else None,
+            sparse_optimizers=[sparse_optimizer] if sparse_optimizer is not None else (),
         )
         record = training.reduce_epoch(epoch, stats, time.perf_counter() - tick, device, trainer.rank)
         if "val" in task.eval_nodes and config.validates_after(epoch):

@@ -66,7 +66,7 @@ def run(config: training.RGCNConfig) -> dict:
             device,
             epoch=epoch,
             show_progress=trainer.show_progress,
-            after_backward=sparse_optimizer.step if sparse_optimizer is not None else None,
+            sparse_optimizers=[sparse_optimizer] if sparse_optimizer is not None else (),
         )
         record = training.reduce_epoch(epoch, stats, time.perf_counter() - tick, device, trainer.rank)
         if "val" in task.eval_nodes and config.validates_after(epoch):

@@ -3,7 +3,7 @@ loss, backward, optimizer steps), measured in :class:`EpochStats`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import torch
@@ -91,7 +91,7 @@ def train_epoch(
     epoch: int,
     show_progress: bool = False,
     input_fn: InputFn | None = None,
-    after_backward: Callable[[], object] | None = None,
+    sparse_optimizers: Sequence = (),
 ) -> EpochStats:
     """One pass over this rank's training nodes.
 
@@ -106,8 +106,9 @@ def train_epoch(
         show_progress: draw a tqdm bar.
         input_fn: ``input_fn(input_nodes, blocks) -> x`` (default: the pulled features, counted in
             ``feature_bytes``).
-        after_backward: called after each backward pass, before the dense step (e.g.
-            ``lambda: scaler.step(sparse_optimizer)``: under fp16 the sparse step goes through the scaler).
+        sparse_optimizers: stepped after each backward pass, before the dense step, through the scaler
+            (``scaler.step(sparse_optimizer)``): under fp16 their gradients are unscaled, and a step with
+            an inf/NaN gradient on any trainer is skipped on all of them; otherwise a plain step.
 
     Returns:
         This rank's figures of the epoch.
@@ -127,8 +128,8 @@ def train_epoch(
         loss = F.cross_entropy(logits.float(), labels)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
-        if after_backward is not None:
-            after_backward()
+        for sparse_optimizer in sparse_optimizers:
+            scaler.step(sparse_optimizer)
         scaler.step(optimizer)
         scaler.update()
         loss_value = float(loss.detach())
