@@ -28,7 +28,6 @@ import time
 import torch
 import torch.nn.functional as F
 
-from graphstore.client import DistNodeDataLoader
 from graphstore.client.training import (
     TrainConfig,
     argument_parser,
@@ -38,13 +37,12 @@ from graphstore.client.training import (
     feature_width,
     finish_training,
     load_task,
-    make_sampler,
+    make_train_loader,
     prepare_features,
     setup_trainer,
     wrap_model,
 )
 
-SHUFFLE_SEED_STRIDE = 7919  # as the training loader spreads the ranks' shuffling seeds
 PASSES = ("sample", "fetch", "epoch", "epoch_wait", "epoch_compute")
 
 
@@ -81,21 +79,10 @@ def process_peaks(part_config: str) -> dict[str, float]:
 
 
 def node_loader(g, nodes, config: TrainConfig, rank: int, device, features, labels, cache):
-    """The training loader's settings (``make_train_loader``), with the features, labels and remote
-    feature cache given (``cache_remote_features``: a share, or ``{feature: RemoteFeatureCache}``)."""
-    return DistNodeDataLoader(
-        g,
-        nodes,
-        make_sampler(config.training_fanouts(), config.seed),
-        batch_size=config.batch_size,
-        shuffle=True,
-        device=device,
-        load_features=features,
-        load_labels=labels,
-        prefetch=config.prefetch,
-        num_workers=config.num_workers,
-        seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
-        cache_remote_features=cache,
+    """The training loader (``make_train_loader``) with the features, labels and remote feature cache
+    given (``cache_remote_features``: a share, or ``{feature: RemoteFeatureCache}``)."""
+    return make_train_loader(
+        g, nodes, config, device, rank, features, load_labels=labels, cache_remote_features=cache
     )
 
 

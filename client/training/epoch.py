@@ -43,6 +43,10 @@ class EpochStats:
     batch_losses: list[float] = field(default_factory=list)
 
 
+# make_train_loader's default label: the config's (None is a value: no labels).
+_CONFIG_LABELS = object()
+
+
 def make_train_loader(
     g: DistGraph,
     train_nodes: torch.Tensor | dict[str, torch.Tensor],
@@ -50,6 +54,9 @@ def make_train_loader(
     device: torch.device,
     rank: int,
     load_features: tuple[str, ...],
+    *,
+    load_labels: str | None | object = _CONFIG_LABELS,
+    cache_remote_features=0.0,
 ) -> DistNodeDataLoader:
     """The shuffled, seeded loader of this trainer's training nodes: blocks sampled with the training
     fanouts, labels (and ``load_features``) pulled in background threads.
@@ -61,6 +68,9 @@ def make_train_loader(
         device: where batches go.
         rank: this trainer's rank (each rank shuffles with its own seed).
         load_features: node data pulled for each batch's input nodes (``()``: none).
+        load_labels: the label pulled for the output nodes (default: ``config.label_name``; None: none).
+        cache_remote_features: the loader's remote feature cache (a share, or
+            ``{feature: RemoteFeatureCache}``; 0: none).
 
     Returns:
         The loader (every rank gets the same number of batches).
@@ -73,10 +83,11 @@ def make_train_loader(
         shuffle=True,
         device=device,
         load_features=load_features,
-        load_labels=config.label_name,
+        load_labels=config.label_name if load_labels is _CONFIG_LABELS else load_labels,
         prefetch=config.prefetch,
         num_workers=config.num_workers,
         seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
+        cache_remote_features=cache_remote_features,
     )
 
 
