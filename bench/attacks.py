@@ -16,6 +16,7 @@ import numpy as np
 
 from graphstore.auth import auth_metadata
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos.codec import write_ids
 from graphstore.protos.service import SERVICE_NAME
 
 NUM_NODES = 20_000
@@ -33,29 +34,24 @@ def _call(channel: grpc.Channel, method: str, request, token: str, timeout: floa
         return f"{err.code().name}: {err.details()[:160]}"
 
 
-def _ids(request_ids: pb.Tensor, ids: np.ndarray) -> None:
-    request_ids.dtype, request_ids.data = pb.INT64, np.asarray(ids, np.int64).tobytes()
-    request_ids.shape[:] = [len(ids)]
-
-
 def huge_sample(channel, token):
     """One seed, fanout 2^31-1 with replacement (30 bytes that used to get the server OOM-killed)."""
     request = pb.SampleRequest(fanout=2**31 - 1, replace=True)
-    _ids(request.seeds, [0])
+    write_ids(request.seeds, [0])
     return _call(channel, "SampleNeighbors", request, token)
 
 
 def wide_sample(channel, token):
     """4 seeds x fanout 2^31-1 (a 48 GiB answer)."""
     request = pb.SampleRequest(fanout=2**31 - 1, replace=True)
-    _ids(request.seeds, [0, 1, 2, 3])
+    write_ids(request.seeds, [0, 1, 2, 3])
     return _call(channel, "SampleNeighbors", request, token)
 
 
 def huge_pull(channel, token):
     """A 4M-ID pull of 100-float rows (a 1.6 GB answer)."""
     request = pb.PullRequest(name="feat")
-    _ids(request.ids, np.arange(4_000_000) % (NUM_NODES // 2))
+    write_ids(request.ids, np.arange(4_000_000) % (NUM_NODES // 2))
     return _call(channel, "Pull", request, token)
 
 

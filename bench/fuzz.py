@@ -37,6 +37,7 @@ from graphstore.launcher.local_servers import start_servers
 from graphstore.partition import partition_graph
 from graphstore.partition.generate import GeneratorConfig, generate_graph
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos import pull_wire
 from graphstore.protos.service import SERVICE_NAME
 from graphstore.rpc import RpcPolicy
 
@@ -186,11 +187,7 @@ class Victim:
         self._channel = grpc.insecure_channel(address, options=channel_options(RpcPolicy()))
         self._pull = self._channel.unary_unary(f"/{SERVICE_NAME}/Pull")
         self._health = health_pb2_grpc.HealthStub(self._channel)
-        request = pb.PullRequest(name="feat")
-        ids = np.arange(0, 1000, dtype=np.int64)
-        request.ids.dtype, request.ids.data = pb.INT64, ids.tobytes()
-        request.ids.shape[:] = [len(ids)]
-        self._request = request.SerializeToString()
+        self._request = pull_wire.pull_request("feat", np.arange(0, 1000, dtype=np.int64)).SerializeToString()
         self._stop = threading.Event()
         self.samples: list[tuple[float, float, bool]] = []  # (pull s, health s, all ok)
         self._thread = threading.Thread(target=self._run, daemon=True)
