@@ -190,6 +190,16 @@ class RangePartitionBook:
         return self._edges.bounds
 
     @property
+    def node_ranges(self) -> TypedRanges:
+        """The per-(partition, node type) layout of the node IDs (read-only arrays)."""
+        return self._nodes
+
+    @property
+    def edge_ranges(self) -> TypedRanges:
+        """The per-(partition, edge type) layout of the edge IDs (read-only arrays)."""
+        return self._edges
+
+    @property
     def ntype_counts(self) -> np.ndarray:
         """int64 ``[num_parts, num_ntypes]``: nodes of each type per partition."""
         return self._nodes.counts

@@ -102,6 +102,8 @@ class ClientContext:
         self._anonymous_counter = itertools.count()
         self._owned: dict[str, Callable[[], None]] = {}
         self._owned_lock = threading.Lock()
+        self._shared: dict = {}
+        self._shared_lock = threading.Lock()
         self._in_worker = threading.local()
         self.background_nice = check_nice(background_nice)
         self._pool = ThreadPoolExecutor(
@@ -336,6 +338,21 @@ class ClientContext:
         except KeyError:
             return False
 
+    # ----- objects shared by this client's users ----------------------------------------------
+
+    def shared_object(self, key, factory: Callable[[], T]) -> T:
+        """The object every user of this context shares under ``key`` (e.g. the co-located graph held
+        on a GPU, which every loader on that GPU reads), made by ``factory()`` the first time.
+
+        Args:
+            key: a hashable key.
+            factory: makes the object.
+        """
+        with self._shared_lock:
+            if key not in self._shared:
+                self._shared[key] = factory()
+            return self._shared[key]
+
     # ----- lifetime ----------------------------------------------------------------------------
 
     def release_owned(self) -> None:
@@ -358,6 +375,8 @@ class ClientContext:
             return
         self.release_owned()
         self.closed = True
+        with self._shared_lock:
+            self._shared.clear()
         self._pool.shutdown(wait=True)
         if not self.standalone:
             for partition in self._partitions:

@@ -49,7 +49,8 @@ class DistEdgeDataLoader(GraphLoaderBase):
         reverse_eids: for ``'reverse_id'``: ``reverse_eids[e]`` is the ID of edge ``e``'s reverse.
         reverse_etypes: for ``'reverse_types'``: ``{etype: its reverse edge type}`` (both ways, as DGL).
         device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features,
-            pin_memory: as in DistNodeDataLoader (the pair graphs land on ``device`` too).
+            pin_memory, use_uva, placement, feature_dtype: as in DistNodeDataLoader (the pair graphs land
+            on ``device`` too; they are built on the CPU, the blocks where the graph is held).
 
     Raises:
         ValueError: an unknown ``exclude``; ``'reverse_id'`` without a full ``reverse_eids`` or on a typed
@@ -78,6 +79,9 @@ class DistEdgeDataLoader(GraphLoaderBase):
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
         reverse_etypes: Mapping | None = None,
         pin_memory: bool | None = None,
+        use_uva: bool = False,
+        placement: str | None = None,
+        feature_dtype=None,
     ):
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
@@ -86,7 +90,18 @@ class DistEdgeDataLoader(GraphLoaderBase):
         self.items = LoaderItems(eids, "eids", schema.to_canonical_etype)
         if not self.items.typed and len(schema.canonical_etypes) > 1:
             raise ValueError(f"eids must be {{etype: IDs}} on a graph with edge types {schema.etypes}")
-        self._init_graph(g, sampler, device, load_features, None, cache_remote_features, pin_memory)
+        self._init_graph(
+            g,
+            sampler,
+            device,
+            load_features,
+            None,
+            cache_remote_features,
+            pin_memory,
+            use_uva,
+            placement,
+            feature_dtype,
+        )
         self.reverse_eids = None
         if exclude == "reverse_id":
             if not schema.is_homogeneous:
@@ -133,11 +148,11 @@ class DistEdgeDataLoader(GraphLoaderBase):
         seeds_t = {t: torch.from_numpy(ids) for t, ids in seeds.items()}
         excluded = self._excluded(batch, pairs)
         if typed:
-            input_nodes, _, blocks = self.graph_sampler.sample_blocks(self.g, seeds_t, exclude_eids=excluded)
+            input_nodes, _, blocks = self._sample_blocks(seeds_t, excluded)
         else:
             (only,) = seeds_t.values()
             exclude = None if excluded is None else next(iter(excluded.values()))
-            input_nodes, _, blocks = self.graph_sampler.sample_blocks(self.g, only, exclude_eids=exclude)
+            input_nodes, _, blocks = self._sample_blocks(only, exclude)
         self._attach(input_nodes, None, blocks)
         local_pairs = iter(local)
         pair = self._pair_graph(

@@ -6,12 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import torch
+
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.dataloader.data_names import FROM_GRAPH, default_feature_names, default_label_name
 from graphstore.client.dataloader.device_transfer import BatchTransfer, resolve_device
 from graphstore.client.dataloader.feature_cache import FeatureCacheStats, RemoteFeatureCache
 from graphstore.client.dataloader.loader_base import LoaderBase
+from graphstore.client.device_graph import (
+    DeviceBlockSampler,
+    DeviceNodeData,
+    LocalDeviceGraph,
+    resolve_placement,
+)
+from graphstore.client.sampling import graph_context
 
 # Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
 # training and the one being produced (more prefetch just allocates the extra batches afresh).
@@ -72,7 +81,17 @@ class GraphLoaderBase(LoaderBase):
     """
 
     def _init_graph(
-        self, g, sampler, device, load_features, load_labels, cache_remote_features=0.0, pin_memory=None
+        self,
+        g,
+        sampler,
+        device,
+        load_features,
+        load_labels,
+        cache_remote_features=0.0,
+        pin_memory=None,
+        use_uva: bool = False,
+        placement: str | None = None,
+        feature_dtype: torch.dtype | None = None,
     ) -> None:
         self.g = g
         self.graph_sampler = sampler
@@ -102,6 +121,58 @@ class GraphLoaderBase(LoaderBase):
                 self.feature_caches[name] = RemoteFeatureCache(
                     g, name, cache_remote_features, edge_dir, device=self.device
                 )
+        self.placement = resolve_placement(placement, use_uva, self.device)
+        self.feature_dtype = feature_dtype
+        self._init_device_graph(g, sampler)
+
+    def _init_device_graph(self, g, sampler) -> None:
+        """With a placement: the co-located graph held for the device (shared by the client's loaders
+        there), its block sampler, and a device reader of each node data the batches carry."""
+        self._device_sampler = None
+        self._device_data: dict[tuple[str, str], DeviceNodeData] = {}
+        if self.placement is None:
+            return
+        ctx = graph_context(g)
+        device, placement = self.device, self.placement
+        local = ctx.shared_object(
+            ("device_graph", str(device), placement), lambda: LocalDeviceGraph(g, ctx, device, placement)
+        )
+        if DeviceBlockSampler.supports(sampler):
+            self._device_sampler = DeviceBlockSampler(g, local)
+        for ntype, names in self.features.items():
+            for name in names:
+                floating = g.nodes[ntype].data[name].dtype.is_floating_point
+                self._device_data[(ntype, name)] = DeviceNodeData(
+                    g,
+                    local,
+                    ntype,
+                    name,
+                    self.feature_dtype if floating else None,
+                    self.feature_caches.get(name),
+                )
+        for ntype, names in self.labels.items():
+            for name in names:
+                self._device_data.setdefault((ntype, name), DeviceNodeData(g, local, ntype, name))
+
+    def _sample_blocks(self, seeds, exclude_eids=None):
+        """The sampler's blocks for ``seeds``: on the device when its graph is held there."""
+        if self._device_sampler is not None:
+            return self._device_sampler.sample_blocks(self.graph_sampler, seeds, exclude_eids)
+        if exclude_eids is None:
+            return self.graph_sampler.sample_blocks(self.g, seeds)
+        return self.graph_sampler.sample_blocks(self.g, seeds, exclude_eids=exclude_eids)
+
+    def _read_node_data(self, ntype: str, name: str, ids, buffers=None):
+        """Rows of node data ``name`` of ``ntype`` for ``ids``: read on the device when it is held there."""
+        reader = self._device_data.get((ntype, name))
+        if reader is not None:
+            return reader.read(torch.as_tensor(ids).to(self.device))
+        cache = self.feature_caches.get(name)
+        if cache is not None:
+            return cache.read(ids)
+        if buffers is not None:
+            return self.g.nodes[ntype].data[name].read(ids, buffers=buffers)
+        return self.g.nodes[ntype].data[name][ids]
 
     @property
     def pin_memory(self) -> bool:
@@ -119,11 +190,7 @@ class GraphLoaderBase(LoaderBase):
             ids = input_nodes[ntype] if isinstance(input_nodes, Mapping) else input_nodes
             frame = blocks[0].srcnodes[ntype].data
             for name in names:
-                cache = self.feature_caches.get(name)
-                if cache is not None:
-                    frame[name] = cache.read(ids)
-                else:
-                    frame[name] = self.g.nodes[ntype].data[name].read(ids, buffers=self._buffers)
+                frame[name] = self._read_node_data(ntype, name, ids, self._buffers)
         if output_nodes is None:
             return
         for ntype, names in self.labels.items():
@@ -132,7 +199,7 @@ class GraphLoaderBase(LoaderBase):
             ids = output_nodes[ntype] if isinstance(output_nodes, Mapping) else output_nodes
             frame = blocks[-1].dstnodes[ntype].data
             for name in names:
-                frame[name] = self.g.nodes[ntype].data[name][ids]
+                frame[name] = self._read_node_data(ntype, name, ids)
 
     def _make_batch(self, positions):
         with self._transfer.producing():

@@ -45,6 +45,19 @@ class DistNodeDataLoader(GraphLoaderBase):
             here is held on ``device``.
         pin_memory: stage host tensors in pinned memory for non-blocking copies; default: on when
             ``device`` is a GPU.
+        use_uva: sample the co-located partitions and gather their read-only node data on the GPU,
+            reading them from pinned host memory (DGL's spelling of ``placement="pinned"``).
+        placement: where the co-located partitions' structure and read-only node data are held for the
+            loader's device: None (sample and gather on the CPU, then move the batch), ``"pinned"``
+            (pinned host memory the GPU reads, as ``use_uva``) or ``"device"`` (a copy in the device's
+            memory; on a CPU device, the same torch kernels on the CPU). Other partitions are still
+            sampled by their servers, at the same time. Blocks are sampled there for a
+            :class:`~graphstore.client.samplers.NeighborSampler` over in-edges (other samplers run as
+            before); the held data is read once (edge weights for ``prob`` too), so data a server
+            changes is never held.
+        feature_dtype: deliver floating input features in this type (e.g. ``torch.bfloat16`` for a
+            bf16 model: held and gathered in it, half the bytes); None: the stored type. Applies with
+            a ``placement``.
 
     Raises:
         KeyError: a feature or label name the graph does not have.
@@ -68,15 +81,29 @@ class DistNodeDataLoader(GraphLoaderBase):
         equal_batches: bool = True,
         cache_remote_features: float | Mapping[str, RemoteFeatureCache] = 0.0,
         pin_memory: bool | None = None,
+        use_uva: bool = False,
+        placement: str | None = None,
+        feature_dtype=None,
     ):
         self.items = LoaderItems(nids, "nids", lambda ntype: g.ntypes[g.get_ntype_id(ntype)])
-        self._init_graph(g, sampler, device, load_features, load_labels, cache_remote_features, pin_memory)
+        self._init_graph(
+            g,
+            sampler,
+            device,
+            load_features,
+            load_labels,
+            cache_remote_features,
+            pin_memory,
+            use_uva,
+            placement,
+            feature_dtype,
+        )
         super().__init__(
             len(self.items), batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
         )
 
     def _produce(self, positions: np.ndarray):
         seeds = self.items.take(positions)
-        input_nodes, output_nodes, blocks = self.graph_sampler.sample_blocks(self.g, seeds)
+        input_nodes, output_nodes, blocks = self._sample_blocks(seeds)
         self._attach(input_nodes, output_nodes, blocks)
         return input_nodes, output_nodes, blocks

@@ -57,6 +57,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--aggregator", help="mean | gcn | pool")
     parser.add_argument("--prefetch", type=int, help="mini-batches prepared ahead (0: off)")
     parser.add_argument("--num-workers", type=int, help="loader threads")
+    parser.add_argument(
+        "--placement", help="none | device | pinned: sample and gather the co-located graph on the device"
+    )
+    parser.add_argument(
+        "--feature-dtype", help="auto | stored | float32 | bfloat16 | float16 (with a placement)"
+    )
     parser.add_argument("--feat-name")
     parser.add_argument("--feat-norm", help="none | row (L1-normalize each feature row)")
     parser.add_argument("--label-name")

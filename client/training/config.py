@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import torch
+
 from graphstore.client.training.amp import AMP_DTYPES
 
 MODELS = ("sage", "mlp")
@@ -15,6 +17,14 @@ EVAL_MODES = ("sampled", "layerwise")
 DEVICES = ("cpu", "cuda", "auto")
 FEATURE_NORMS = ("none", "row")
 PROGRESS_MODES = ("auto", "on", "off")
+PLACEMENTS = ("none", "device", "pinned")
+FEATURE_DTYPES = {
+    "auto": None,
+    "stored": None,
+    "float32": torch.float32,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+}
 
 
 @dataclass
@@ -45,6 +55,13 @@ class TrainConfig:
         aggregator: SAGEConv aggregator (``mean``, ``gcn``, ``pool``).
         prefetch: mini-batches prepared ahead by the loader (0: none, everything in this thread).
         num_workers: loader threads.
+        placement: where the loaders hold the co-located partitions for sampling and gathering on the
+            device: ``none`` (on the CPU, then the batch is moved), ``device`` (in the device's memory)
+            or ``pinned`` (pinned host memory the GPU reads, DGL's ``use_uva``); see
+            :class:`~graphstore.client.DistNodeDataLoader`.
+        feature_dtype: the type input features are held and delivered in with a placement: ``auto`` (the
+            AMP type under ``fp16`` / ``bf16``, else the stored type), ``stored``, ``float32``,
+            ``bfloat16`` or ``float16``.
         feat_name, label_name: node data holding the features and the labels.
         target_ntype: on a typed graph, the node type whose nodes are classified (None: a homogeneous
             graph).
@@ -79,6 +96,8 @@ class TrainConfig:
     aggregator: str = "mean"
     prefetch: int = 2
     num_workers: int = 1
+    placement: str = "none"
+    feature_dtype: str = "auto"
     feat_name: str = "feat"
     feat_norm: str = "none"
     label_name: str = "label"
@@ -115,6 +134,12 @@ class TrainConfig:
             raise ValueError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}")
         if self.feat_norm not in FEATURE_NORMS:
             raise ValueError(f"feat_norm must be none or row, got {self.feat_norm!r}")
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {self.placement!r}")
+        if self.feature_dtype not in FEATURE_DTYPES:
+            raise ValueError(
+                f"feature_dtype must be one of {tuple(FEATURE_DTYPES)}, got {self.feature_dtype!r}"
+            )
         if self.progress not in PROGRESS_MODES:
             raise ValueError(f"progress must be auto, on or off, got {self.progress!r}")
         for name in ("batch_size", "hidden", "layers", "epochs", "eval_batch_size", "num_workers"):
@@ -132,6 +157,22 @@ class TrainConfig:
         except after the last one, which the final evaluation covers."""
         last = epoch == self.epochs - 1
         return bool(self.eval_every) and (epoch + 1) % self.eval_every == 0 and not last
+
+    def loader_placement(self) -> dict:
+        """The loaders' ``placement`` and ``feature_dtype`` arguments of this run."""
+        if self.placement == "none":
+            return {}
+        dtype = FEATURE_DTYPES[self.feature_dtype]
+        if self.feature_dtype == "auto":
+            dtype = AMP_DTYPES[self.amp]
+        return {"placement": self.placement, "feature_dtype": dtype}
+
+    def model_input_dtype(self) -> torch.dtype:
+        """The type the model reads its input features in: the AMP type when the loaders deliver the
+        features in it (no cast back and forth), else float32."""
+        delivered = self.loader_placement().get("feature_dtype")
+        amp_dtype = AMP_DTYPES[self.amp]
+        return amp_dtype if amp_dtype is not None and delivered == amp_dtype else torch.float32
 
     def training_fanouts(self) -> list[int]:
         """The fanouts of the training sampler: the MLP needs no neighbors, so a one-layer sample of

@@ -88,6 +88,7 @@ def make_train_loader(
         num_workers=config.num_workers,
         seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
         cache_remote_features=cache_remote_features,
+        **config.loader_placement(),
     )
 
 
@@ -126,11 +127,17 @@ def train_epoch(
     """
     stats = EpochStats(feature_bytes=0 if input_fn is None else None)
     batches = tqdm(loader, total=len(loader), desc=f"epoch {epoch}", leave=False, disable=not show_progress)
+    # The loss and the correct predictions stay on the model's device until the epoch ends: reading them
+    # each batch would make the CPU wait for the GPU to finish it before it queues the next one.
+    losses: list[torch.Tensor] = []
+    sizes: list[int] = []
+    correct = torch.zeros((), dtype=torch.int64, device=device)
+    input_dtype = config.model_input_dtype()
     for input_nodes, _, blocks in batches:
         if input_fn is None:
             raw = blocks[0].srcdata[config.feat_name]
             stats.feature_bytes += nbytes(raw)
-            x = model_input(raw, config.feat_norm)
+            x = model_input(raw, config.feat_norm, input_dtype)
         else:
             x = input_fn(input_nodes, blocks)
         labels = batch_labels(blocks[-1], config.label_name, config.target_ntype)
@@ -143,11 +150,15 @@ def train_epoch(
             scaler.step(sparse_optimizer)
         scaler.step(optimizer)
         scaler.update()
-        loss_value = float(loss.detach())
-        stats.batch_losses.append(loss_value)
-        stats.loss_sum += loss_value * labels.numel()
-        stats.correct += int((logits.detach().argmax(dim=-1) == labels).sum())
-        stats.seeds += int(labels.numel())
-        stats.batches += 1
-        batches.set_postfix(loss=f"{loss_value:.4f}")
+        loss = loss.detach()
+        losses.append(loss)
+        sizes.append(int(labels.numel()))
+        correct += (logits.detach().argmax(dim=-1) == labels).sum()
+        if show_progress:
+            batches.set_postfix(loss=f"{float(loss):.4f}")
+    stats.batch_losses = [float(v) for v in torch.stack(losses).tolist()] if losses else []
+    stats.loss_sum = sum(value * size for value, size in zip(stats.batch_losses, sizes, strict=True))
+    stats.correct = int(correct)
+    stats.seeds = sum(sizes)
+    stats.batches = len(sizes)
     return stats

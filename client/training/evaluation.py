@@ -64,12 +64,15 @@ def evaluate_sampled(
             prefetch=config.prefetch,
             num_workers=config.num_workers,
             equal_batches=False,  # no collective per batch: padding would count nodes twice
+            **config.loader_placement(),
         )
         for input_nodes, _, blocks in loader:
             if input_fn is not None:
                 x = input_fn(input_nodes, blocks)
             else:
-                x = model_input(blocks[0].srcdata[config.feat_name], config.feat_norm)
+                x = model_input(
+                    blocks[0].srcdata[config.feat_name], config.feat_norm, config.model_input_dtype()
+                )
             with autocast_context(device, config.amp):
                 logits = module(blocks, x)
             labels = batch_labels(blocks[-1], config.label_name, ntype)

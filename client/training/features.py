@@ -21,21 +21,25 @@ def feature_width(features) -> int:
     return int(math.prod(features.shape[1:]))
 
 
-def prepare_features(raw: torch.Tensor, feat_norm: str = "none") -> torch.Tensor:
-    """Stored features (float32 / float16 / bfloat16) -> the model's float32 input, L1-normalized per
-    row with ``feat_norm='row'`` (what DGL's citation datasets apply to their 0/1 word vectors).
+def prepare_features(
+    raw: torch.Tensor, feat_norm: str = "none", dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """Stored features (float32 / float16 / bfloat16) -> the model's input in ``dtype`` (float32, or the
+    AMP type when the loader delivers the features in it), L1-normalized per row with ``feat_norm='row'``
+    (what DGL's citation datasets apply to their 0/1 word vectors).
 
     Args:
         raw: the pulled feature rows.
         feat_norm: ``none`` or ``row``.
+        dtype: the model's input type.
 
     Returns:
-        float32 rows.
+        Rows in ``dtype``.
 
     Raises:
         ValueError: an unknown ``feat_norm``.
     """
-    x = raw.float()
+    x = raw if raw.dtype == dtype else raw.to(dtype)
     if feat_norm == "row":
         x = x / x.abs().sum(dim=-1, keepdim=True).clamp(min=1e-12)
     elif feat_norm != "none":
@@ -43,11 +47,11 @@ def prepare_features(raw: torch.Tensor, feat_norm: str = "none") -> torch.Tensor
     return x
 
 
-def model_input(raw, feat_norm: str = "none"):
+def model_input(raw, feat_norm: str = "none", dtype: torch.dtype = torch.float32):
     """:func:`prepare_features` of a batch's pulled features: one tensor, or ``{ntype: tensor}``."""
     if isinstance(raw, Mapping):
-        return {ntype: prepare_features(rows, feat_norm) for ntype, rows in raw.items()}
-    return prepare_features(raw, feat_norm)
+        return {ntype: prepare_features(rows, feat_norm, dtype) for ntype, rows in raw.items()}
+    return prepare_features(raw, feat_norm, dtype)
 
 
 def nbytes(raw) -> int:
