@@ -16,7 +16,14 @@ DGL_STAMP   := $(DGL_VENV)/.installed
 DGL_PACKAGES ?= dgl==2.1.0 torch==2.2.1 torchdata==0.7.1 "numpy<2" "pandas<2.3" pydantic pyyaml
 BENCH_DGL_ARGS ?= --runs 7
 
-.PHONY: install test compose-test proto proto-check lint bench bench-dgl demo demo-large clean
+# `make gpu-check`: the GPU machine's Python (3.12, with CUDA torch, numpy, pytest) lacks these; `make
+# gpu-wheels` fetches them here for it, in the versions this venv runs (the checked-in stubs need them).
+GPU_WHEELS      ?= .whl
+GPU_PY_VERSION  ?= 3.12
+GPU_PLATFORMS   := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
+GPU_WHEEL_NAMES := grpcio protobuf grpcio-health-checking pymetis cmeel cmeel-metis cmeel-gklib
+
+.PHONY: install test compose-test proto proto-check lint bench bench-dgl demo demo-large clean gpu-wheels gpu-check gpu-check-dry
 
 install: $(STAMP)
 	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
@@ -63,6 +70,25 @@ $(DGL_STAMP):
 	$(DGL_PY) -m pip install -q $(DGL_PACKAGES)
 	DGLBACKEND=pytorch $(DGL_PY) -c "import dgl.distributed, torch; print('dgl', dgl.__version__, 'torch', torch.__version__)"
 	touch $(DGL_STAMP)
+
+# Wheels for the GPU machine (no network there): run here before a device run; .whl/ travels with the tree.
+gpu-wheels: install
+	rm -rf $(GPU_WHEELS) && mkdir -p $(GPU_WHEELS)
+	$(PY) -m pip download -q --no-deps --only-binary=:all: --python-version $(GPU_PY_VERSION) --implementation cp \
+		$(foreach p,$(GPU_PLATFORMS),--platform $(p)) -d $(GPU_WHEELS) \
+		$$($(PY) -m pip freeze | grep -iE '^($(shell echo $(GPU_WHEEL_NAMES) | tr ' ' '|'))==')
+	ls $(GPU_WHEELS)
+
+# On the GPU machine (its own python3, no .venv): the wheels and the project, then every GPU check, packed
+# into $$OUT/gpu-check.tar.gz within 9 minutes (bench/gpu_check.py).
+gpu-check:
+	$(PYTHON) -m pip install -q --no-index --no-deps --no-compile --no-cache-dir $(GPU_WHEELS)/*.whl
+	$(PYTHON) -m pip install -q --no-index --no-deps --no-build-isolation -e .
+	$(PYTHON) bench/gpu_check.py --out "$${OUT:-gpu-check-out}"
+
+# The same steps on the CPU with small graphs: tests the script itself (tests/bench/test_gpu_check.py).
+gpu-check-dry: install
+	$(PY) bench/gpu_check.py --dry --workdir /tmp/gpu-check-dry --out gpu-check-dry-out
 
 demo: install
 	$(PY) -m graphstore.launcher.demo

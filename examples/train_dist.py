@@ -77,9 +77,19 @@ def run(config: training.TrainConfig) -> dict:
 
     final = training.evaluate(model, g, task.eval_nodes, config, device, "final")
     feature_bytes = history[-1]["feature_bytes"] if history else 0
+    cache = training.reduce_cache_stats(loader, device)
     results = training.summarize_run(
         config, trainer, history, final, started, model=config.model, feature_bytes_per_epoch=feature_bytes
     )
+    if cache:
+        results["feature_cache"] = cache
+        if trainer.rank == 0:
+            for name, figures in cache.items():
+                print(
+                    f"feature cache {name!r}: {figures['remote_hit_rate']:.1%} of remote rows served, "
+                    f"{figures['rows_pulled']:,} rows pulled",
+                    flush=True,
+                )
     if trainer.rank == 0:
         save_path = training.default_model_path(config) if config.save_model is None else config.save_model
         if save_path:

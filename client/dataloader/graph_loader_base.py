@@ -20,6 +20,7 @@ from graphstore.client.device_graph import (
     LocalDeviceGraph,
     resolve_placement,
 )
+from graphstore.client.device_graph.stage_clock import StageClock, timed
 from graphstore.client.sampling import graph_context
 
 # Feature buffers recycled per loaded feature: enough for the default prefetch of 2, the batch in
@@ -130,6 +131,8 @@ class GraphLoaderBase(LoaderBase):
         there), its block sampler, and a device reader of each node data the batches carry."""
         self._device_sampler = None
         self._device_data: dict[tuple[str, str], DeviceNodeData] = {}
+        self._clock: StageClock | None = None
+        self.device_graph: LocalDeviceGraph | None = None
         if self.placement is None:
             return
         ctx = graph_context(g)
@@ -137,6 +140,7 @@ class GraphLoaderBase(LoaderBase):
         local = ctx.shared_object(
             ("device_graph", str(device), placement), lambda: LocalDeviceGraph(g, ctx, device, placement)
         )
+        self.device_graph = local
         if DeviceBlockSampler.supports(sampler):
             self._device_sampler = DeviceBlockSampler(g, local)
         for ntype, names in self.features.items():
@@ -154,8 +158,23 @@ class GraphLoaderBase(LoaderBase):
             for name in names:
                 self._device_data.setdefault((ntype, name), DeviceNodeData(g, local, ntype, name))
 
+    def profile_stages(self, clock: StageClock | None) -> None:
+        """Time this loader's stages with ``clock`` (None stops it), for profiles: ``sample`` (the blocks),
+        ``gather`` (node data onto them) and ``move`` (the batch to the device); on the device path also
+        ``route``, ``sample_held``, ``sample_remote``, ``relabel``, ``gather_held`` and ``pull_remote``
+        inside them."""
+        self._clock = clock
+        if self._device_sampler is not None:
+            self._device_sampler.clock = clock
+        for reader in self._device_data.values():
+            reader.clock = clock
+
     def _sample_blocks(self, seeds, exclude_eids=None):
         """The sampler's blocks for ``seeds``: on the device when its graph is held there."""
+        with timed(self._clock, "sample"):
+            return self._sample_blocks_untimed(seeds, exclude_eids)
+
+    def _sample_blocks_untimed(self, seeds, exclude_eids=None):
         if self._device_sampler is not None:
             return self._device_sampler.sample_blocks(self.graph_sampler, seeds, exclude_eids)
         if exclude_eids is None:
@@ -186,6 +205,10 @@ class GraphLoaderBase(LoaderBase):
     def _attach(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
         """Pull the input features into ``blocks[0]``'s source frames and the labels of ``output_nodes``
         into ``blocks[-1]``'s destination frames (node IDs: a tensor, or ``{ntype: IDs}``)."""
+        with timed(self._clock, "gather"):
+            self._attach_untimed(input_nodes, output_nodes, blocks)
+
+    def _attach_untimed(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
         for ntype, names in self.features.items():
             ids = input_nodes[ntype] if isinstance(input_nodes, Mapping) else input_nodes
             frame = blocks[0].srcnodes[ntype].data
@@ -203,7 +226,9 @@ class GraphLoaderBase(LoaderBase):
 
     def _make_batch(self, positions):
         with self._transfer.producing():
-            return self._transfer.stage(self._produce(positions))
+            batch = self._produce(positions)
+            with timed(self._clock, "move"):
+                return self._transfer.stage(batch)
 
     def _deliver_batch(self, staged):
         return self._transfer.deliver(staged)

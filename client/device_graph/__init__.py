@@ -7,11 +7,13 @@ from graphstore.client.device_graph.block_sampler import DeviceBlockSampler
 from graphstore.client.device_graph.local_graph import LocalDeviceGraph
 from graphstore.client.device_graph.node_data import DeviceNodeData
 from graphstore.client.device_graph.placement import DEVICE, PINNED, PLACEMENTS, resolve_placement, uva_view
+from graphstore.client.device_graph.stage_clock import StageClock
 
 __all__ = [
     "DEVICE",
     "PINNED",
     "PLACEMENTS",
+    "StageClock",
     "DeviceBlockSampler",
     "DeviceNodeData",
     "LocalDeviceGraph",

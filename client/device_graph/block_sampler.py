@@ -25,6 +25,7 @@ import torch
 from graphstore.client.block import Block
 from graphstore.client.device_graph import kernels
 from graphstore.client.device_graph.local_graph import LocalDeviceGraph
+from graphstore.client.device_graph.stage_clock import StageClock, timed
 from graphstore.client.per_type import etype_fanouts, etype_probs, homo_edge_ids
 from graphstore.client.sampling import _derive_seed
 from graphstore.ids import as_id_array, check_id_range
@@ -50,6 +51,7 @@ class DeviceBlockSampler:
         self.book = local.book
         self.schema = local.schema
         self.device = local.device
+        self.clock: StageClock | None = None
 
     @staticmethod
     def supports(sampler) -> bool:
@@ -119,6 +121,22 @@ class DeviceBlockSampler:
 
     def _layer(self, seeds, fanouts, sampler, excluded, random_seed, check_heads):
         schema = self.schema
+        with timed(self.clock, "route"):
+            held, other = self._split(seeds)
+        calls = [lambda: self._sample_held(held, fanouts, sampler, excluded, random_seed)]
+        if other:
+            calls.append(lambda: self._sample_remote(other, fanouts, sampler, excluded, random_seed))
+        results = self.ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
+        edges: dict[CanonicalEtype, list[_Edges]] = {c: [] for c in schema.canonical_etypes}
+        for result in results:
+            for canonical, piece in result.items():
+                edges[canonical].append(piece)
+        with timed(self.clock, "relabel"):
+            return self._block(seeds, edges, check_heads)
+
+    def _split(self, seeds):
+        """``(held, other)``: per node type, the seeds held here and the others, each as ``(index into the
+        type's seeds or None for all, IDs)``."""
         held, other = {}, {}
         for ntype, ids in seeds.items():
             if ids.numel() == 0:
@@ -133,18 +151,16 @@ class DeviceBlockSampler:
             outside = torch.nonzero(~inside).reshape(-1)
             if outside.numel():
                 other[ntype] = (outside, ids[outside])
-        calls = [lambda: self._sample_held(held, fanouts, sampler, excluded, random_seed)]
-        if other:
-            calls.append(lambda: self._sample_remote(other, fanouts, sampler, excluded, random_seed))
-        results = self.ctx.run_parallel(calls) if len(calls) > 1 else [calls[0]()]
-        edges: dict[CanonicalEtype, list[_Edges]] = {c: [] for c in schema.canonical_etypes}
-        for result in results:
-            for canonical, piece in result.items():
-                edges[canonical].append(piece)
-        return self._block(seeds, edges, check_heads)
+        return held, other
 
     def _sample_held(self, held, fanouts, sampler, excluded, random_seed) -> dict[CanonicalEtype, _Edges]:
         """The held seeds' edges, sampled on the device."""
+        with timed(self.clock, "sample_held"):
+            return self._sample_held_edges(held, fanouts, sampler, excluded, random_seed)
+
+    def _sample_held_edges(
+        self, held, fanouts, sampler, excluded, random_seed
+    ) -> dict[CanonicalEtype, _Edges]:
         schema = self.schema
         generator = self._generator(random_seed)
         out = {}
@@ -195,6 +211,10 @@ class DeviceBlockSampler:
 
     def _sample_remote(self, other, fanouts, sampler, excluded, random_seed) -> dict[CanonicalEtype, _Edges]:
         """The other seeds' edges, sampled by their partitions' servers (one request each)."""
+        with timed(self.clock, "sample_remote"):
+            return self._sample_remote_edges(other, fanouts, sampler, excluded, random_seed)
+
+    def _sample_remote_edges(self, other, fanouts, sampler, excluded, random_seed):
         schema, book, ctx = self.schema, self.book, self.ctx
         host = {t: (index.cpu().numpy(), ids.cpu().numpy()) for t, (index, ids) in other.items()}
         homo_seeds = np.concatenate(

@@ -14,6 +14,7 @@ import torch
 
 from graphstore.client.device import pin_host_tensor
 from graphstore.client.device_graph.local_graph import LocalDeviceGraph
+from graphstore.client.device_graph.stage_clock import StageClock, timed
 
 
 class DeviceNodeData:
@@ -41,6 +42,7 @@ class DeviceNodeData:
         # Rows a server may change are never held (the copy would go stale).
         self.held = bool(getattr(self.tensor, "_local_reads", False)) and bool(local.parts)
         self._pins = local.device.type == "cuda" and torch.cuda.is_available()
+        self.clock: StageClock | None = None
 
     def table(self) -> torch.Tensor | None:
         """The held rows (made on first use), or None when this data is not held."""
@@ -58,19 +60,22 @@ class DeviceNodeData:
         device = self.local.device
         table = self.table()
         if table is not None and self.local.holds_all_nodes(self.ntype):
-            return table.index_select(0, ids)
+            with timed(self.clock, "gather_held"):
+                return table.index_select(0, ids)
         out = torch.empty((ids.numel(), *self.tensor.shape[1:]), dtype=self.dtype, device=device)
         if table is None:
             outside, other = torch.arange(ids.numel(), device=device), ids
         else:
-            lo, hi = self.local.node_range(self.ntype)
-            inside = (ids >= lo) & (ids < hi)
-            held = torch.nonzero(inside).reshape(-1)
-            out[held] = table.index_select(0, ids[held] - lo)
-            outside = torch.nonzero(~inside).reshape(-1)
-            other = ids[outside]
+            with timed(self.clock, "gather_held"):
+                lo, hi = self.local.node_range(self.ntype)
+                inside = (ids >= lo) & (ids < hi)
+                held = torch.nonzero(inside).reshape(-1)
+                out[held] = table.index_select(0, ids[held] - lo)
+                outside = torch.nonzero(~inside).reshape(-1)
+                other = ids[outside]
         if other.numel():
-            out[outside] = self._pull(other.cpu())
+            with timed(self.clock, "pull_remote"):
+                out[outside] = self._pull(other.cpu())
         return out
 
     def _pull(self, host_ids: torch.Tensor) -> torch.Tensor:

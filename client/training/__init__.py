@@ -70,7 +70,13 @@ from graphstore.client.training.process import (
 )
 from graphstore.client.training.relational import EntityClassifier, RelationalInput, build_relational_model
 from graphstore.client.training.report import default_model_path, report_run, save_model
-from graphstore.client.training.summary import epoch_line, epoch_record, reduce_epoch, summarize_run
+from graphstore.client.training.summary import (
+    epoch_line,
+    epoch_record,
+    reduce_cache_stats,
+    reduce_epoch,
+    summarize_run,
+)
 from graphstore.client.training.task import NodeTask, load_task, mask_nodes
 from graphstore.client.training.teardown import finish_run, finish_training
 
@@ -122,6 +128,7 @@ __all__ = [
     "parse_int_list",
     "prepare_features",
     "rank_and_world",
+    "reduce_cache_stats",
     "reduce_epoch",
     "report_run",
     "resolve_device",

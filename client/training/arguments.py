@@ -63,6 +63,10 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--feature-dtype", help="auto | stored | float32 | bfloat16 | float16 (with a placement)"
     )
+    parser.add_argument(
+        "--cache-remote-features", type=float, help="share of other partitions' nodes cached (0..1)"
+    )
+    parser.add_argument("--dist-backend", help="auto | nccl | gloo (trainers sharing a GPU: gloo)")
     parser.add_argument("--feat-name")
     parser.add_argument("--feat-norm", help="none | row (L1-normalize each feature row)")
     parser.add_argument("--label-name")

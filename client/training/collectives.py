@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from graphstore.client.device import collective_device
+
 
 def rank_and_world() -> tuple[int, int]:
     """This trainer's rank and the number of trainers (``(0, 1)`` without a process group)."""
@@ -27,6 +29,8 @@ def all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
     Returns:
         The sums, in order.
     """
+    if dist.is_initialized():
+        device = collective_device(dist.get_backend(), device)
     tensor = torch.tensor(values, dtype=torch.float64, device=device)
     if dist.is_initialized():
         dist.all_reduce(tensor)
@@ -43,6 +47,8 @@ def all_reduce_max(value: float, device: torch.device) -> float:
     Returns:
         The maximum over the group.
     """
+    if dist.is_initialized():
+        device = collective_device(dist.get_backend(), device)
     tensor = torch.tensor([value], dtype=torch.float64, device=device)
     if dist.is_initialized():
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)

@@ -18,6 +18,7 @@ DEVICES = ("cpu", "cuda", "auto")
 FEATURE_NORMS = ("none", "row")
 PROGRESS_MODES = ("auto", "on", "off")
 PLACEMENTS = ("none", "device", "pinned")
+DIST_BACKENDS = ("auto", "nccl", "gloo")
 FEATURE_DTYPES = {
     "auto": None,
     "stored": None,
@@ -62,6 +63,10 @@ class TrainConfig:
         feature_dtype: the type input features are held and delivered in with a placement: ``auto`` (the
             AMP type under ``fp16`` / ``bf16``, else the stored type), ``stored``, ``float32``,
             ``bfloat16`` or ``float16``.
+        cache_remote_features: the share (0..1) of the other partitions' nodes whose input features
+            the training loader keeps on its device (:class:`~graphstore.client.RemoteFeatureCache`).
+        dist_backend: the trainer group's backend: ``auto`` (NCCL for GPU trainers, gloo for CPU
+            ones), ``nccl`` or ``gloo`` (e.g. several trainers sharing one GPU, which NCCL refuses).
         feat_name, label_name: node data holding the features and the labels.
         target_ntype: on a typed graph, the node type whose nodes are classified (None: a homogeneous
             graph).
@@ -98,6 +103,8 @@ class TrainConfig:
     num_workers: int = 1
     placement: str = "none"
     feature_dtype: str = "auto"
+    cache_remote_features: float = 0.0
+    dist_backend: str = "auto"
     feat_name: str = "feat"
     feat_norm: str = "none"
     label_name: str = "label"
@@ -140,6 +147,10 @@ class TrainConfig:
             raise ValueError(
                 f"feature_dtype must be one of {tuple(FEATURE_DTYPES)}, got {self.feature_dtype!r}"
             )
+        if self.dist_backend not in DIST_BACKENDS:
+            raise ValueError(f"dist_backend must be one of {DIST_BACKENDS}, got {self.dist_backend!r}")
+        if not 0.0 <= self.cache_remote_features <= 1.0:
+            raise ValueError(f"cache_remote_features must be in [0, 1], got {self.cache_remote_features}")
         if self.progress not in PROGRESS_MODES:
             raise ValueError(f"progress must be auto, on or off, got {self.progress!r}")
         for name in ("batch_size", "hidden", "layers", "epochs", "eval_batch_size", "num_workers"):

@@ -56,7 +56,7 @@ def make_train_loader(
     load_features: tuple[str, ...],
     *,
     load_labels: str | None | object = _CONFIG_LABELS,
-    cache_remote_features=0.0,
+    cache_remote_features=None,
 ) -> DistNodeDataLoader:
     """The shuffled, seeded loader of this trainer's training nodes: blocks sampled with the training
     fanouts, labels (and ``load_features``) pulled in background threads.
@@ -70,7 +70,7 @@ def make_train_loader(
         load_features: node data pulled for each batch's input nodes (``()``: none).
         load_labels: the label pulled for the output nodes (default: ``config.label_name``; None: none).
         cache_remote_features: the loader's remote feature cache (a share, or
-            ``{feature: RemoteFeatureCache}``; 0: none).
+            ``{feature: RemoteFeatureCache}``; 0: none; None: ``config.cache_remote_features``).
 
     Returns:
         The loader (every rank gets the same number of batches).
@@ -87,7 +87,9 @@ def make_train_loader(
         prefetch=config.prefetch,
         num_workers=config.num_workers,
         seed=config.seed * SHUFFLE_SEED_STRIDE + rank,
-        cache_remote_features=cache_remote_features,
+        cache_remote_features=(
+            config.cache_remote_features if cache_remote_features is None else cache_remote_features
+        ),
         **config.loader_placement(),
     )
 

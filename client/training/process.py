@@ -66,12 +66,13 @@ def set_threads(requested: int | None) -> int:
     return int(requested)
 
 
-def init_process_group(device: torch.device) -> bool:
+def init_process_group(device: torch.device, backend: str = "auto") -> bool:
     """Join the trainer group when launched with torchrun-style variables (gloo on CPU, NCCL on CUDA);
     after a torchrun restart, in keys of its own.
 
     Args:
         device: this trainer's device (picks the backend).
+        backend: ``auto`` (by the device), ``nccl`` or ``gloo`` (GPU trainers sharing one GPU).
 
     Returns:
         Whether a process group exists.
@@ -80,7 +81,8 @@ def init_process_group(device: torch.device) -> bool:
         return True
     if not all(os.environ.get(k) for k in TRAINER_GROUP_ENV):
         return False
-    backend = "nccl" if device.type == "cuda" else "gloo"
+    if backend == "auto":
+        backend = "nccl" if device.type == "cuda" else "gloo"
     attempt = os.environ.get(RESTART_COUNT_ENV)
     if attempt is None:
         dist.init_process_group(backend, timeout=PROCESS_GROUP_TIMEOUT)
@@ -156,7 +158,7 @@ def setup_trainer(config: TrainConfig) -> TrainerProcess:
     set_threads(config.num_threads)
     torch.manual_seed(config.seed)
     np.random.seed(config.seed)
-    distributed = init_process_group(device)
+    distributed = init_process_group(device, config.dist_backend)
     graph = open_graph(config.graph_name, config.part_config)
     rank, world_size = rank_and_world()
     show_progress = rank == 0 and (

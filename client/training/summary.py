@@ -122,3 +122,30 @@ def summarize_run(
         **extra,
         "total_time_s": time.perf_counter() - started,
     }
+
+
+def reduce_cache_stats(loader, device: torch.device) -> dict:
+    """The training loader's remote feature caches over the trainer group (a collective: every rank
+    calls it).
+
+    Args:
+        loader: the training loader.
+        device: where the group reduces.
+
+    Returns:
+        ``{feature: {remote_lookups, hits, rows_pulled, bytes_pulled, remote_hit_rate}}`` summed over the
+        ranks; ``{}`` without a cache.
+    """
+    out = {}
+    for name, stats in sorted(loader.cache_stats().items()):
+        lookups, hits, rows, nbytes = all_reduce_sum(
+            [stats.remote_lookups, stats.hits, stats.rows_pulled, stats.bytes_pulled], device
+        )
+        out[name] = {
+            "remote_lookups": int(lookups),
+            "hits": int(hits),
+            "rows_pulled": int(rows),
+            "bytes_pulled": int(nbytes),
+            "remote_hit_rate": hits / lookups if lookups else 0.0,
+        }
+    return out
