@@ -84,7 +84,7 @@ gpu-wheels: install
 gpu-check:
 	$(PYTHON) -m pip install -q --no-index --no-deps --no-compile --no-cache-dir $(GPU_WHEELS)/*.whl
 	$(PYTHON) -m pip install -q --no-index --no-deps --no-build-isolation -e .
-	$(PYTHON) bench/gpu_check.py --out "$${OUT:-gpu-check-out}"
+	$(PYTHON) bench/gpu_check.py --out "$${OUT:-gpu-check-out}" $(GPU_CHECK_ARGS)
 
 # The same steps on the CPU with small graphs: tests the script itself (tests/bench/test_gpu_check.py).
 gpu-check-dry: install

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from graphstore.client.device import collective_device
+from graphstore.client import device as devices
 
 
 def rank_and_world() -> tuple[int, int]:
@@ -30,7 +30,7 @@ def all_reduce_sum(values: list[float], device: torch.device) -> list[float]:
         The sums, in order.
     """
     if dist.is_initialized():
-        device = collective_device(dist.get_backend(), device)
+        device = devices.collective_device(dist.get_backend(), device)
     tensor = torch.tensor(values, dtype=torch.float64, device=device)
     if dist.is_initialized():
         dist.all_reduce(tensor)
@@ -48,7 +48,7 @@ def all_reduce_max(value: float, device: torch.device) -> float:
         The maximum over the group.
     """
     if dist.is_initialized():
-        device = collective_device(dist.get_backend(), device)
+        device = devices.collective_device(dist.get_backend(), device)
     tensor = torch.tensor([value], dtype=torch.float64, device=device)
     if dist.is_initialized():
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
