@@ -24,10 +24,11 @@ import statistics
 import subprocess
 import sys
 import tarfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from common import GpuBusy
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "graphstore.launcher.cli"]
@@ -148,40 +149,6 @@ class Runner:
                 return
             proc = running.pop(0)
             self.wait(proc, timeout_s)
-
-
-class GpuBusy:
-    """NVML's utilization readings while a step runs (the GPU's busy share), in this process."""
-
-    def __init__(self, enabled: bool, interval_s: float = 0.02):
-        self.enabled = enabled
-        self.interval_s = interval_s
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread = None
-
-    def __enter__(self):
-        if self.enabled:
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        import torch
-
-        while not self._stop.wait(self.interval_s):
-            try:
-                self.samples.append(float(torch.cuda.utilization(0)))
-            except Exception:  # noqa: BLE001 - no NVML: no readings
-                return
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def share(self) -> float | None:
-        return sum(self.samples) / (100.0 * len(self.samples)) if self.samples else None
 
 
 def environment(plan: Plan) -> dict:
@@ -376,7 +343,7 @@ def launch_runs(runner: Runner, plan: Plan, big_config: Path) -> dict:
         cmd += ["--placement", placement, "--amp", amp, "--epochs", str(plan.launch_epochs)]
         cmd += ["--cache-remote-features", str(plan.cache_fraction), "--eval-max-nodes", "5000"]
         cmd += ["--save-model", "", "--metrics-json", str(metrics), "--progress", "off"]
-        with GpuBusy(plan.device != "cpu") as busy:
+        with GpuBusy(plan.device, 0.02) as busy:
             rc = runner.run(name, cmd, 240)
         row = {"rc": rc, "gpu_busy_share": busy.share()}
         if metrics.exists():

@@ -24,12 +24,11 @@ issue-style figures); run it under ``graphstore launch`` for servers. Per varian
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
 import torch
-from common import emit_report, parse_options
+from common import GpuBusy, emit_report, parse_options
 
 from graphstore.client import DistGraph, training
 from graphstore.client.device_graph import StageClock
@@ -49,45 +48,6 @@ OPTIONS = [
     ("--prefetch", int, 2, "batches prepared ahead"),
     ("--out", str, None, "write the JSON here too"),
 ]
-
-
-class GpuBusy:
-    """Samples NVML's GPU utilization in a thread while running (None where NVML does not answer)."""
-
-    def __init__(self, device: torch.device, interval_s: float):
-        self.device = device
-        self.interval_s = interval_s
-        self.samples: list[float] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        self.available = device.type == "cuda" and _utilization(device) is not None
-
-    def __enter__(self):
-        if self.available:
-            self._thread = threading.Thread(target=self._run, daemon=True)
-            self._thread.start()
-        return self
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            value = _utilization(self.device)
-            if value is not None:
-                self.samples.append(float(value))
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def share(self) -> float | None:
-        return sum(self.samples) / (100.0 * len(self.samples)) if self.samples else None
-
-
-def _utilization(device: torch.device) -> float | None:
-    try:
-        return torch.cuda.utilization(device)
-    except Exception:  # noqa: BLE001 - no NVML (pynvml missing, no driver access): no reading
-        return None
 
 
 def _synchronize(device: torch.device) -> None:
