@@ -19,10 +19,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from quiet import pair_is_judged, pair_is_valid
 from workloads import ADAGRAD_ROWS, LOCALITIES, PULL_ROWS, PULL_THREADS
 
 # The project's targets (issue 21) for the ratio's median, by workload prefix.
 TARGETS = {"pull/": 1.2, "sample/": 1.5, "adagrad/": 2.0, "graphsage_epoch": 1.3}
+# A DGL median this many times away (either way) from the previous results file's flags the row: DGL
+# loses far more than graphstore when it shares the cores, so a jump on DGL's side is a sign of load.
+DRIFT_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -79,9 +83,18 @@ def summarize(metric: Metric, runs: list[dict]) -> dict:
 
     Args:
         runs: per run, ``{"graphstore": output or None, "dgl": output or None}`` of its section.
+
+    Returns:
+        The summary entry; ``invalid_pairs`` counts the runs left out because another process used
+        the machine during one of the two turns (``quiet.pair_is_valid``).
     """
     pairs = []
+    invalid = unjudged = 0
     for run in runs:
+        if not pair_is_valid(run):
+            invalid += 1
+            continue
+        unjudged += not pair_is_judged(run)
         try:
             values = [
                 run[system]["results"][metric.workload][metric.field] for system in ("graphstore", "dgl")
@@ -90,13 +103,15 @@ def summarize(metric: Metric, runs: list[dict]) -> dict:
             continue
         pairs.append(values)
     if not pairs:
-        return {"unit": metric.unit, "runs": 0}
+        return {"unit": metric.unit, "runs": 0, "invalid_pairs": invalid, "unjudged_pairs": unjudged}
     ratios = [metric.ratio(gs, dgl) for gs, dgl in pairs]
     q1, q3 = quartiles(ratios)
     return {
         "unit": metric.unit,
         "higher_is_better": metric.higher_is_better,
         "runs": len(pairs),
+        "invalid_pairs": invalid,
+        "unjudged_pairs": unjudged,
         "graphstore_median": statistics.median(gs for gs, _ in pairs),
         "dgl_median": statistics.median(dgl for _, dgl in pairs),
         "graphstore": [gs for gs, _ in pairs],
@@ -126,12 +141,12 @@ def table(summary: dict[str, dict]) -> str:
     """The ratio table: per figure, both medians and the median ratio with its min–max and IQR."""
     header = (
         f"{'workload':<34} {'graphstore':>18} {'DGL':>18} {'ratio':>7}  {'min-max':>13}  {'IQR':>13}  runs"
-        "  target"
+        "  invalid  target"
     )
     lines = [header, "-" * len(header)]
     for key, entry in summary.items():
         if not entry.get("runs"):
-            lines.append(f"{key:<34} {'(no paired run)':>18}")
+            lines.append(f"{key:<34} {'(no valid paired run)':>18}  invalid {entry.get('invalid_pairs', 0)}")
             continue
         unit = entry["unit"]
         spread = f"{entry['ratio_min']:.2f}-{entry['ratio_max']:.2f}"
@@ -142,16 +157,86 @@ def table(summary: dict[str, dict]) -> str:
         )
         lines.append(
             f"{key:<34} {human(entry['graphstore_median'], unit):>18} {human(entry['dgl_median'], unit):>18} "
-            f"{entry['ratio_median']:>6.2f}x  {spread:>13}  {iqr:>13}  {entry['runs']:>4}  {verdict}"
+            f"{entry['ratio_median']:>6.2f}x  {spread:>13}  {iqr:>13}  {entry['runs']:>4}  "
+            f"{entry.get('invalid_pairs', 0):>7}  {verdict}"
         )
     lines.append("ratio > 1: graphstore better (graphstore/DGL throughput; DGL/graphstore time and memory)")
+    lines.append(validity_line(summary))
     return "\n".join(lines)
+
+
+def validity_line(summary: dict[str, dict]) -> str:
+    """One sentence: were all pairs valid, or how many were left out as run on a busy machine."""
+    invalid = sum(entry.get("invalid_pairs", 0) for entry in summary.values())
+    # A results file from before the accounting has no such counts: nothing in it was judged.
+    unjudged = sum(entry.get("unjudged_pairs", entry.get("runs", 0)) for entry in summary.values())
+    if not invalid and unjudged:
+        return (
+            f"{unjudged} figure pair(s) not judged (no CPU accounting of their turns): not a publishable run."
+        )
+    if not invalid:
+        return "Every pair valid: no other process used more than the set share of the machine in any turn."
+    rows = sum(1 for entry in summary.values() if entry.get("invalid_pairs"))
+    return (
+        f"{invalid} figure pair(s) over {rows} row(s) invalid (other processes used the machine during a "
+        "turn) and left out of the medians: not a publishable run."
+    )
+
+
+def drift(
+    summary: dict[str, dict], previous: dict[str, dict], factor: float = DRIFT_FACTOR
+) -> dict[str, float]:
+    """The rows whose DGL median moved more than ``factor`` times (either way) from ``previous``'s.
+
+    Returns:
+        ``{key: this DGL median / previous DGL median}`` for each flagged row.
+    """
+    flagged = {}
+    for key, entry in summary.items():
+        before = previous.get(key, {})
+        if entry.get("runs") and before.get("runs") and before.get("dgl_median"):
+            change = entry["dgl_median"] / before["dgl_median"]
+            if change > factor or change < 1 / factor:
+                flagged[key] = change
+    return flagged
+
+
+def previous_results(path: Path) -> Path | None:
+    """The newest full results file beside ``path`` that started before it (None if there is none)."""
+    try:
+        started = json.loads(path.read_text()).get("started", "")
+    except (OSError, ValueError):
+        return None
+    candidates = []
+    for other in path.parent.glob("*.json"):
+        if other.resolve() == path.resolve() or "-quick" in other.name or "-partial" in other.name:
+            continue
+        try:
+            report = json.loads(other.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(report, dict) and "summary" in report and report.get("started", "") < started:
+            candidates.append((report["started"], other))
+    return max(candidates)[1] if candidates else None
 
 
 def target_of(key: str) -> float | None:
     """The target ratio of a summary key (``workload:field``), None where there is none."""
     workload = key.split(":", 1)[0]
     return next((ratio for prefix, ratio in TARGETS.items() if workload.startswith(prefix)), None)
+
+
+def placement_words(settings: dict) -> str:
+    """How the run placed its processes and what load it added itself, in words."""
+    placement = settings.get("placement", "unpinned")
+    words = "processes unpinned" if placement == "unpinned" else f"every process under `{placement}`"
+    background = settings.get("background") or {}
+    if background.get("threads"):
+        words += (
+            f", with {background['threads']} busy-looping background process(es) started by the harness "
+            f"(pinned: {background.get('cpus', 'unpinned')})"
+        )
+    return words
 
 
 def run_line(report: dict, path: str) -> str:
@@ -167,40 +252,55 @@ def run_line(report: dict, path: str) -> str:
         f"{load['before']['loadavg_15m']:.2f} before and {load['after']['loadavg_1m']:.2f} / "
         f"{load['after']['loadavg_5m']:.2f} / {load['after']['loadavg_15m']:.2f} after; "
         f"{settings['runs_done']} alternating runs, {settings['num_nodes']:,} nodes, "
-        f"{settings['partitions']} partitions ({settings['part_method']}); graphstore "
+        f"{settings['partitions']} partitions ({settings['part_method']}), "
+        f"{placement_words(settings)}; graphstore "
         f"{ours.get('graphstore', '?')} (commit {versions.get('graphstore_commit', '?')[:12]}, torch "
         f"{ours.get('torch', '?')}), DGL {dgl.get('dgl', '?')} (torch {dgl.get('torch', '?')})."
     )
 
 
-def markdown(report: dict, path: str) -> str:
-    """The summary of a results file as a markdown table, after a line naming the run."""
+def markdown(report: dict, path: str, drifted: dict[str, float] | None = None) -> str:
+    """The summary of a results file as a markdown table, after a line naming the run.
+
+    Args:
+        drifted: rows to flag (``drift``'s answer against the previous results file).
+    """
+    drifted = drifted or {}
     lines = [
         run_line(report, path),
         "",
-        "| workload | figure | graphstore | DGL | ratio (median) | min–max | IQR | runs | target | met |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|:---:|",
+        "| workload | figure | graphstore | DGL | ratio (median) | min–max | IQR | runs | invalid | target "
+        "| met |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|:---:|",
     ]
     for key, entry in report["summary"].items():
         workload, field = key.split(":", 1)
         target = target_of(key)
+        invalid = entry.get("invalid_pairs", 0)
         if not entry.get("runs"):
-            lines.append(f"| `{workload}` | {field} | | | no paired run | | | 0 | | |")
+            lines.append(f"| `{workload}` | {field} | | | no valid paired run | | | 0 | {invalid} | | |")
             continue
+        dgl_flag = f" (DGL {drifted[key]:.2f}× the previous run's)" if key in drifted else ""
         unit = entry["unit"]
         met = "" if target is None else ("yes" if entry["ratio_median"] >= target else "no")
         lines.append(
             f"| `{workload}` | {field} | {human(entry['graphstore_median'], unit)} | "
-            f"{human(entry['dgl_median'], unit)} | {entry['ratio_median']:.2f}x | "
+            f"{human(entry['dgl_median'], unit)}{dgl_flag} | {entry['ratio_median']:.2f}x | "
             f"{entry['ratio_min']:.2f}–{entry['ratio_max']:.2f} | "
             f"{entry['ratio_q1']:.2f}–{entry['ratio_q3']:.2f} | "
-            f"{entry['runs']} | {'' if target is None else f'≥ {target}x'} | {met} |"
+            f"{entry['runs']} | {invalid} | {'' if target is None else f'≥ {target}x'} | {met} |"
         )
     lines += [
         "",
         "Ratio > 1: graphstore better (graphstore ÷ DGL for throughputs, DGL ÷ graphstore for times and "
         "memory); the median of the per-run ratios, each run pairing the two systems back to back.",
+        validity_line(report["summary"]),
     ]
+    if drifted:
+        lines.append(
+            f"{len(drifted)} DGL figure(s) more than {DRIFT_FACTOR:g}× away from the previous results "
+            "file's: a sign of load on one side."
+        )
     if report.get("errors"):
         lines.append(f"{len(report['errors'])} section run(s) failed; see `errors` in the results file.")
     return "\n".join(lines)
@@ -210,19 +310,35 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description="Render a side_by_side.py results file.")
     parser.add_argument("--results", required=True, help="a bench/results/<date>-<host>.json file")
     parser.add_argument("--markdown", action="store_true", help="a markdown table (default: plain text)")
+    parser.add_argument(
+        "--previous",
+        help="the results file to compare DGL's figures with (default: the newest full run before this one "
+        "in the same folder; 'none' to skip)",
+    )
     args = parser.parse_args(argv)
     path = Path(args.results)
     report = json.loads(path.read_text())
+    if args.previous == "none":
+        previous_path = None
+    else:
+        previous_path = Path(args.previous) if args.previous else previous_results(path)
+    drifted = (
+        drift(report["summary"], json.loads(previous_path.read_text())["summary"]) if previous_path else {}
+    )
     shown = (
         str(path.resolve().relative_to(Path.cwd()))
         if path.resolve().is_relative_to(Path.cwd())
         else str(path)
     )
     print(
-        markdown(report, shown)
+        markdown(report, shown, drifted)
         if args.markdown
         else run_line(report, shown) + "\n\n" + table(report["summary"])
     )
+    if drifted and not args.markdown:
+        print(f"DGL drift against {previous_path}:")
+        for key, change in drifted.items():
+            print(f"  {key}: DGL {change:.2f}x the previous run's")
     return 0
 
 

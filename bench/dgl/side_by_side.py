@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
 import socket
 import subprocess
@@ -31,6 +32,14 @@ from pathlib import Path
 
 from machine import git_commit, load, machine
 from processes import dgl_shared_memory_files, exit_on_signals, remove_shared_memory, run_measured
+from quiet import (
+    DEFAULT_LOAD_THRESHOLD,
+    DEFAULT_LOAD_WAIT_S,
+    DEFAULT_MAX_OTHER_SHARE,
+    BackgroundLoad,
+    TurnMeter,
+    wait_for_load,
+)
 from report import metrics, summarize, table
 from system_graphstore import partition_command
 from workloads import selected
@@ -69,9 +78,45 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--workdir", default="/tmp/graphstore-bench-dgl", help="graph, partitions and logs")
     parser.add_argument("--results-dir", default=str(REPO / "bench" / "results"))
     parser.add_argument("--seed", type=int, default=0)
+    quiet = parser.add_argument_group("quiet machine (bench/dgl/quiet.py says why these defaults)")
+    quiet.add_argument(
+        "--load-threshold",
+        type=float,
+        default=DEFAULT_LOAD_THRESHOLD,
+        help="before each turn, wait until the 1-minute load is under this (0: no wait)",
+    )
+    quiet.add_argument(
+        "--load-wait-s", type=float, default=DEFAULT_LOAD_WAIT_S, help="the longest wait for the load gate"
+    )
+    quiet.add_argument(
+        "--max-other-share",
+        type=float,
+        default=DEFAULT_MAX_OTHER_SHARE,
+        help="a turn in which other processes used more than this share of all cores is invalid, and "
+        "so is its pair (left out of the medians, counted in the table)",
+    )
+    quiet.add_argument(
+        "--cpu-list",
+        help="core placement: every process of both systems runs under `taskset -c LIST` (e.g. 0, 0-1); "
+        "default: unpinned",
+    )
+    quiet.add_argument(
+        "--background-threads",
+        type=int,
+        default=0,
+        help="the contention variant: this many busy-looping processes run through every turn "
+        "(their CPU time is reported, not counted as other work)",
+    )
+    quiet.add_argument("--background-cpus", help="cores the background processes are pinned to (e.g. 1)")
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error(f"--runs must be at least 1, got {args.runs}")
+    if not 0.0 <= args.max_other_share <= 1.0:
+        parser.error(f"--max-other-share must be within [0, 1], got {args.max_other_share}")
+    if args.background_threads < 0:
+        parser.error(f"--background-threads must be >= 0, got {args.background_threads}")
+    args.background_cpu_set = parse_cpu_list(args.background_cpus, "--background-cpus", parser)
+    parse_cpu_list(args.cpu_list, "--cpu-list", parser)
     args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
     unknown = sorted(set(args.sections) - set(SECTIONS))
     if unknown:
@@ -91,6 +136,23 @@ def parse_args(argv=None) -> argparse.Namespace:
             f"--dgl-python {args.dgl_python!r} does not exist: run `make bench-dgl` to build .venv-dgl"
         )
     return args
+
+
+def parse_cpu_list(text: str | None, flag: str, parser: argparse.ArgumentParser) -> set[int] | None:
+    """``0,2-3`` as ``{0, 2, 3}`` (None for None); a core this machine lacks is a usage error."""
+    if not text:
+        return None
+    cores = set()
+    try:
+        for part in text.split(","):
+            low, _, high = part.partition("-")
+            cores.update(range(int(low), int(high or low) + 1))
+    except ValueError:
+        parser.error(f"{flag}: not a CPU list: {text!r} (e.g. 0 or 0-1 or 0,2)")
+    missing = sorted(cores - os.sched_getaffinity(0))
+    if not cores or missing:
+        parser.error(f"{flag} {text!r}: cores {missing or '(none)'} are not available here")
+    return cores
 
 
 def log(message: str) -> None:
@@ -173,6 +235,8 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
             command.append("--quick")
         if args.patterns and section == "client":
             command += ["--workloads", ",".join(args.patterns)]
+    if args.cpu_list:
+        command = ["taskset", "-c", args.cpu_list, *command]
     shm_before = dgl_shared_memory_files(GRAPH_NAME)
     log_path = folder / "output.log"
     try:
@@ -198,6 +262,24 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
     return {"system": system, "versions": versions, "results": {"partition": figures}}
 
 
+def measured_turn(section: str, system: str, run: int, graph: Path, args) -> dict:
+    """One turn behind the load gate, under the CPU accounting (and the background load, if asked).
+
+    Returns:
+        ``run_section``'s output with ``quiet``: the gate's reading and the turn's ``TurnAccount``.
+    """
+    gate = wait_for_load(args.load_threshold, args.load_wait_s)
+    if not gate["gate_passed"]:
+        log(f"  load {gate['load_1m']:.2f} still >= {args.load_threshold} after {gate['waited_s']:.0f} s")
+    with BackgroundLoad(args.background_threads, args.background_cpu_set) as background:
+        with TurnMeter(args.max_other_share, background_pids=background.pids) as meter:
+            output = run_section(section, system, run, graph, args)
+    account = meter.account.to_json()
+    if not account["valid"]:
+        log(f"  invalid: other processes used {account['other_share']:.1%} of the machine")
+    return {**output, "quiet": {"gate": gate, "account": account}}
+
+
 def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
     """Every run, alternating the systems; returns ``(per-section runs, errors)``.
 
@@ -215,7 +297,7 @@ def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
                 log(f"run {run + 1}/{args.runs}: {section} on {system}")
                 start = time.perf_counter()
                 try:
-                    outputs[system] = run_section(section, system, run, graph, args)
+                    outputs[system] = measured_turn(section, system, run, graph, args)
                 except (RuntimeError, TimeoutError, OSError, ValueError, KeyError) as exc:
                     outputs[system] = None
                     errors.append({"run": run, "section": section, "system": system, "error": str(exc)})
@@ -262,6 +344,14 @@ def write_report(args, path: Path, runs: dict, errors: list, started: str, load_
             "part_method": "metis",
             "sections": args.sections,
             "workloads": args.patterns,
+            "placement": f"taskset -c {args.cpu_list}" if args.cpu_list else "unpinned",
+            "load_threshold": args.load_threshold,
+            "load_wait_s": args.load_wait_s,
+            "max_other_share": args.max_other_share,
+            "background": {
+                "threads": args.background_threads,
+                "cpus": args.background_cpus or "unpinned",
+            },
         },
         "versions": {**versions_of(runs), "graphstore_commit": git_commit(REPO)},
         "machine": machine(),
@@ -283,8 +373,10 @@ def main(argv=None) -> int:
     graph = generate_graph(args)
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
-    suffix = ("-quick" if args.quick else "") + (
-        "-partial" if args.patterns or len(args.sections) < len(SECTIONS) else ""
+    suffix = (
+        ("-quick" if args.quick else "")
+        + ("-partial" if args.patterns or len(args.sections) < len(SECTIONS) else "")
+        + (f"-contended{args.background_threads}" if args.background_threads else "")
     )
     path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"
     if path.exists() and not suffix:  # a full run never replaces an earlier one of the same day

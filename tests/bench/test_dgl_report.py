@@ -76,8 +76,10 @@ def test_markdown_names_the_run_and_judges_each_ratio_against_its_target(tmp_pat
         "| ≥ 1.2x | yes |"
     )
     assert "| 1.08x |" in rows["graphsage_epoch"] and rows["graphsage_epoch"].endswith("| ≥ 1.3x | no |")
-    assert rows["partition"].endswith("| 3 |  |  |")  # no target for the partitioner
-    assert "no paired run" in rows["sample/1hop"]
+    assert rows["partition"].endswith("| 3 | 0 |  |  |")  # no pair invalid, no target for the partitioner
+    assert "no valid paired run" in rows["sample/1hop"]
+    # The fixture is a results file from before the CPU accounting: nothing in it was judged.
+    assert "not judged" in text and "Every pair valid" not in text
 
 
 def test_plain_table_says_which_targets_are_met(tmp_path):
