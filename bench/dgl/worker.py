@@ -70,9 +70,11 @@ def run_client(module, args) -> dict:
         with module.cluster(args.part_config, args.graph_name, log_dir) as config:
             system = module.GraphstoreSystem(config)
             try:
-                return client_workloads(system, args.seed, repeats, patterns)
+                results = client_workloads(system, args.seed, repeats, patterns)
+                row_bytes = int(system.feat.shape[1]) * system.feat.dtype.itemsize
             finally:
                 system.close()
+        return {**results, **remote_pull_ceilings(results, row_bytes, repeats, log_dir)}
     with (
         Children() as children,
         module.cluster(args.part_config, args.graph_name, log_dir, 2, children, peer=True) as (
@@ -86,6 +88,19 @@ def run_client(module, args) -> dict:
             return client_workloads(system, args.seed, repeats, patterns)
         finally:
             system.close()
+
+
+def remote_pull_ceilings(results: dict, row_bytes: int, repeats, log_dir: Path) -> dict:
+    """The bare-gRPC ceiling (``grpc_ceiling.py``) of every remote pull measured, same sizes and threads."""
+    from grpc_ceiling import ceilings
+    from workloads import pull_calls
+
+    shapes = []
+    for key in results:
+        if key.startswith("pull/remote/"):
+            rows, threads = int(key.split("/")[2]), int(key.split("/")[3].rstrip("t"))
+            shapes.append((rows, threads, pull_calls(rows, threads, repeats)))
+    return ceilings(shapes, row_bytes, log_dir, warmup=repeats.warmup) if shapes else {}
 
 
 def run_epoch(module, args) -> dict:

@@ -83,10 +83,15 @@ def ids_for(system, rng: np.random.Generator, locality: str, count: int) -> torc
     return torch.from_numpy(positions + start)
 
 
+def pull_calls(rows: int, threads: int, repeats: Repeats) -> int:
+    """Timed calls of a pull measurement: about ``pull_rows_per_measure`` rows, a multiple of ``threads``."""
+    calls = max(repeats.pull_min_calls, repeats.pull_rows_per_measure // rows)
+    return -(-calls // threads) * threads
+
+
 def pull(system, locality: str, rows: int, threads: int, seed: int, repeats: Repeats) -> dict:
     """Throughput of ``g.ndata['feat'][ids]`` from ``threads`` client threads: rows/s and MB/s."""
-    calls = max(repeats.pull_min_calls, repeats.pull_rows_per_measure // rows)
-    calls = -(-calls // threads) * threads
+    calls = pull_calls(rows, threads, repeats)
     rng = np.random.default_rng([seed, rows, LOCALITIES.index(locality)])
     id_sets = [ids_for(system, rng, locality, rows) for _ in range(calls + repeats.warmup)]
     for ids in id_sets[: repeats.warmup]:

@@ -59,7 +59,7 @@ def test_the_turns_own_processes_and_the_background_load_are_not_other_work(benc
         with quiet.TurnMeter(max_other_share=0.05, background_pids=background.pids) as meter:
             subprocess.run([sys.executable, "-c", SPIN_CPU.format(seconds=0.8)], check=True)
     account = meter.account
-    assert account.own_s >= 0.8, account  # the reaped child's CPU time is the turn's own
+    assert account.own_s >= 0.75, account  # (clock ticks) the reaped child's CPU time is the turn's own
     assert account.background_s > 0.0, account  # the spinning background process, reported apart
     expected_other = max(account.machine_busy_s - account.own_s - account.background_s, 0.0)
     assert account.other_s == pytest.approx(expected_other)
