@@ -1,12 +1,19 @@
 """Read replicas: a partition served by its owner and a read replica keeps answering reads when one of
 them is SIGKILLed in the middle of sampling, a pull or an optimizer step (the call moves to the other
 server at once); a replica that comes back rejoins; the last server of a partition lost gives the
-bounded wait and an error naming every server; a read replica refuses writes."""
+bounded wait and an error naming every server; a read replica refuses writes; ``graphstore launch``
+starts the replicas and restarts a killed one while training goes on."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+import signal
+import sys
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,9 +24,14 @@ from tests.reliability.helpers import (
     cluster_dict,
     free_ports,
     kill9,
+    pid_alive,
+    progress,
     restart,
+    run_cli,
     start_server,
+    wait_gone,
     wait_started,
+    write_yaml,
 )
 from tests.utils.wait import wait_until
 
@@ -251,3 +263,52 @@ def test_a_read_replica_refuses_writes_and_reports_its_role(replicated):
             replica.init_tensor("x", (ctx.book.node_bounds[-1], 2), "float32", "node")
     with RemotePartition(procs[(0, 0)].address, 0) as owner:
         assert not owner.metadata().read_replica
+
+
+def test_launch_starts_the_replicas_and_training_goes_on_through_a_killed_one(graph, tmp_path, launcher):
+    """``graphstore launch`` with two servers per partition: a read replica SIGKILLed mid-training is
+    restarted (no checkpoint to restore); the same trainers finish every step; ``graphstore status``
+    shows each server's role and the calls it answered."""
+    part_config, _, _ = graph
+    train = str(Path(__file__).with_name("train_script.py"))
+    ports = free_ports(4)
+    config = cluster_dict(
+        part_config,
+        [],
+        trainers_per_host=2,
+        restart="on-failure",
+        checkpoint={"path": str(tmp_path / "ckpt"), "durability": "wal"},
+        local_read="off",
+        rpc={"deadline_s": 10, "max_retries": 12, "backoff_initial_s": 0.05, "backoff_max_s": 0.5},
+    )
+    config["servers"] = [{"host": "127.0.0.1", "port": p, "part_id": k % 2} for k, p in enumerate(ports)]
+    cluster = write_yaml(tmp_path / "replicas.yaml", config)
+    out = tmp_path / "out"
+    run = launcher(
+        ["--config", str(cluster), "--grace-period", "5", "--"]
+        + [sys.executable, train, "--out", str(out), "--steps", "24"]
+        + ["--pause-at", "8", "--resume-file", str(out / "resume"), "--hold-file", str(out / "hold")]
+    )
+    wait_until(lambda: progress(out) >= 8, 120, "the trainers at their pause", alive=run.proc)
+    pid = int(re.search(r"started server-1\.r1 locally \(pid (\d+)\)", run.output).group(1))
+    assert "--read-replica" in run.output
+    os.kill(pid, signal.SIGKILL)
+    (out / "resume").write_text("")
+    wait_until(lambda: progress(out) >= 24, 120, "the trainers' last step", alive=run.proc)
+    serving = re.compile(r"server-1\.r1 at \S+ is SERVING")
+    wait_until(lambda: len(serving.findall(run.output)) >= 2, 60, "the replica's restart", alive=run.proc)
+    status = run_cli("status", "--config", str(cluster))
+    assert "graph testgraph, 2 partitions, 2 read replicas" in status.stdout, status.stdout
+    assert re.search(
+        r"^server 1\.r1 +127\.0\.0\.1:\d+ +SERVING +partition 1 +read_replica", status.stdout, re.M
+    )
+    assert re.search(r"^server 0 +127\.0\.0\.1:\d+ +SERVING +partition 0 +owner", status.stdout, re.M)
+    assert re.search(r"calls served: .*SampleNeighbors \d+", status.stdout)
+    (out / "hold").write_text("")
+    assert run.wait(timeout_s=120) == 0, run.output
+    assert f"event=server_restart part_id=1 replica=1 old_pid={pid} exit_code=137" in run.output
+    assert not pid_alive(pid)
+    for rank in range(2):
+        result = json.loads((out / f"result-{rank}.json").read_text())
+        assert result["steps"] == 24 and result["finite"] and result["pid_start"] == result["pid_end"]
+    assert wait_gone(run.child_pids()) == []
