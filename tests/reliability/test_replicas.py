@@ -312,3 +312,14 @@ def test_launch_starts_the_replicas_and_training_goes_on_through_a_killed_one(gr
         result = json.loads((out / f"result-{rank}.json").read_text())
         assert result["steps"] == 24 and result["finite"] and result["pid_start"] == result["pid_end"]
     assert wait_gone(run.child_pids()) == []
+
+
+def test_the_metrics_name_each_servers_role():
+    from prometheus_client import generate_latest
+
+    from graphstore.server.metrics import ServerMetrics
+
+    replica = generate_latest(ServerMetrics(1, read_replica=True).registry).decode()
+    owner = generate_latest(ServerMetrics(1).registry).decode()
+    assert 'graphstore_server_info{part_id="1",role="read_replica"} 1.0' in replica
+    assert 'graphstore_server_info{part_id="1",role="owner"} 1.0' in owner
