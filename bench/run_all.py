@@ -40,6 +40,8 @@ SMALL_ARGS: dict[str, list[str]] = {
     "e2e": ["--num-nodes", "50000", "--cora-seeds", "0", "--epochs", "6", "--embedding-epochs", "3"],
     "durability": ["--seconds", "3"],
     "kill_soak": ["--kills", "3", "--interval-s", "2"],
+    "replicas": ["--runs", "2"],
+    "replica_throughput": ["--seconds", "3"],
 }
 DEFAULT_TIMEOUT_S = 1200.0
 # Keys whose numbers are worth a bar in the plot.

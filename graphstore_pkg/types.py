@@ -300,6 +300,7 @@ class PartitionMetadata:
     ntype_counts: tuple[int, ...] = ()  # num_parts x num_ntypes, row-major; empty: one type
     etype_counts: tuple[int, ...] = ()  # num_parts x num_etypes, row-major
     checkpoint_root: str = ""  # the folder checkpoint names live under on the server's host
+    read_replica: bool = False  # a read replica: the partition files' read-only data and structure only
 
 
 @dataclass(frozen=True)
@@ -313,6 +314,7 @@ class ServerStats:
     tensors: tuple[TensorScheme, ...]
     counters: dict[str, int] = field(default_factory=dict)
     address: str = ""
+    read_replica: bool = False
 
 
 class PartitionAPI(Protocol):

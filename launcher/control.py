@@ -84,7 +84,8 @@ class ServerReport:
         part_id: the partition it reports serving (None when unreachable).
         uptime_s, rss_bytes, rss_anon_bytes: from its Stats RPC.
         tensors: its named tensors.
-        counters: its request counters.
+        counters: its request counters (``calls_METHOD``: the calls of each method it answered).
+        read_replica: whether it serves as a read replica (None when unreachable).
         error: why Stats failed, if it did.
         metrics: the summary of its Prometheus metrics (:func:`summarize_metrics`) when its metrics
             port was asked, else None.
@@ -99,6 +100,7 @@ class ServerReport:
     rss_anon_bytes: int | None = None
     tensors: tuple[TensorInfo, ...] = ()
     counters: dict[str, int] = field(default_factory=dict)
+    read_replica: bool | None = None
     error: str | None = None
     metrics: dict | None = None
     metrics_error: str | None = None
@@ -167,6 +169,7 @@ def fetch_report(
         rss_anon_bytes=stats.rss_anon_bytes,
         tensors=tensors,
         counters=dict(stats.counters),
+        read_replica=stats.read_replica,
         metrics=metrics,
         metrics_error=metrics_error,
     )

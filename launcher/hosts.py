@@ -137,4 +137,4 @@ def servers_of_host(
     if not selected:
         which = f"host {hostname!r}" if hostname is not None else "this machine"
         raise ValueError(f"no server of the config runs on {which}; its hosts are {', '.join(hosts)}")
-    return sorted(selected, key=lambda server: server.part_id)
+    return sorted(selected, key=lambda server: (server.part_id, server.replica))

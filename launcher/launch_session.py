@@ -82,7 +82,7 @@ class Launch:
         self.stop = stop
         self.servers = ServerFleet(
             self.config,
-            self.config.servers,
+            self.config.all_servers,
             supervisor,
             stop,
             remote_exec=options.remote_exec,

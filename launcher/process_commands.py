@@ -22,10 +22,12 @@ def server_command(
 ) -> list[str]:
     """The ``graphstore server`` command line of one server.
 
-    The cluster's TLS files, metrics port (``metrics_port + part_id``) and host, checkpoint settings
-    and request limits become flags. The token never does: it travels in the ``GRAPHSTORE_TOKEN``
-    environment variable (:func:`server_environment`), or as ``--token-file`` (the config's
-    ``token_file`` path, which must exist on the server's host too) when ``token_file`` is True.
+    The cluster's TLS files, metrics port (:meth:`ClusterConfig.metrics_port_of`) and host, checkpoint
+    settings and request limits become flags. A read replica gets ``--read-replica`` and no
+    checkpoint or log settings (it holds no writable state). The token never becomes a flag: it
+    travels in the ``GRAPHSTORE_TOKEN`` environment variable (:func:`server_environment`), or as
+    ``--token-file`` (the config's ``token_file`` path, which must exist on the server's host too)
+    when ``token_file`` is True.
 
     Args:
         config: the cluster config.
@@ -58,10 +60,13 @@ def server_command(
     if config.allow_short_token:
         argv.append("--allow-short-token")
     if config.metrics_port is not None:
-        argv += ["--metrics-port", str(config.metrics_port_of(server.part_id))]
+        argv += ["--metrics-port", str(config.metrics_port_of(server.part_id, server.replica))]
         if config.metrics_host is not None:
             argv += ["--metrics-host", config.metrics_host]
     ckpt = config.checkpoint
+    if server.is_read_replica:
+        argv.append("--read-replica")
+        return [*argv, *limits_to_flags(config.limits), *config.server_args]
     if ckpt.root is not None:
         argv += ["--checkpoint-root", ckpt.root]
     argv += limits_to_flags(config.limits)

@@ -92,7 +92,7 @@ class ServerFleet:
         self.local_only = local_only
         self.running: list[RunningServer] = []
         self.security = config.channel_security()
-        self.restarts: dict[int, int] = {}  # part_id -> restarts so far
+        self.restarts: dict[tuple[int, int], int] = {}  # (part_id, replica) -> restarts so far
 
     @property
     def processes(self) -> list[ManagedProcess]:
@@ -113,7 +113,7 @@ class ServerFleet:
             local = self.local_only or is_local_host(spec.exec_host)
             if local and port_accepts_connections(*split_address(self._local_address(spec))):
                 raise LaunchError(
-                    f"servers[{spec.part_id}]: {spec.address} is already in use by another process "
+                    f"{spec.name}: {spec.address} is already in use by another process "
                     f"(stop it, e.g. `graphstore stop --config {self.config.path}`, or change the port)"
                 )
             process = self._start_process(spec, local, restore_latest=restore_latest)
@@ -138,12 +138,18 @@ class ServerFleet:
             shown = remote_argv(self.remote_exec, spec.exec_host, shown_command)
             env = dict(os.environ, PYTHONUNBUFFERED="1")
         process = self.supervisor.start(
-            ProcessSpec("server", spec.part_id, tuple(argv), env=env, end_with_parent=self.local_only)
+            ProcessSpec(
+                "server",
+                spec.part_id,
+                tuple(argv),
+                env=env,
+                end_with_parent=self.local_only,
+                suffix=spec.name.removeprefix(f"server-{spec.part_id}"),
+            )
         )
         where = "locally" if local else f"on {spec.exec_host}"
         self.supervisor.log(
-            f"started server-{spec.part_id} {where} (pid {process.pid}) "
-            f"for {spec.address}: {shlex.join(shown)}"
+            f"started {spec.name} {where} (pid {process.pid}) for {spec.address}: {shlex.join(shown)}"
         )
         return process
 
@@ -156,11 +162,11 @@ class ServerFleet:
         server = self.find(process)
         if server is None or self.config.restart != "on-failure":
             return False
-        used = self.restarts.get(server.spec.part_id, 0)
+        used = self.restarts.get((server.spec.part_id, server.spec.replica), 0)
         if used >= self.config.max_restarts:
             self.supervisor.log(
                 f"event=restart_limit part_id={server.spec.part_id} restarts={used} "
-                f"max_restarts={self.config.max_restarts}: not restarting server-{server.spec.part_id}"
+                f"max_restarts={self.config.max_restarts}: not restarting {server.spec.name}"
             )
             return False
         return True
@@ -178,17 +184,19 @@ class ServerFleet:
         # The dead server's group (anything it left behind) ends now; its number is not reused later.
         self.supervisor.terminate([process], grace_period_s=0)
         while True:
-            count = self.restarts.get(spec.part_id, 0) + 1
-            self.restarts[spec.part_id] = count
-            restore = self.config.checkpoint.path is not None
+            count = self.restarts.get((spec.part_id, spec.replica), 0) + 1
+            self.restarts[(spec.part_id, spec.replica)] = count
+            restore = self.config.checkpoint.path is not None and not spec.is_read_replica
+            replica = f" replica={spec.replica}" if spec.replica else ""
             self.supervisor.log(
-                f"event=server_restart part_id={spec.part_id} old_pid={process.pid} exit_code={exit_code} "
+                f"event=server_restart part_id={spec.part_id}{replica} old_pid={process.pid} "
+                f"exit_code={exit_code} "
                 f"restart={count}/{self.config.max_restarts} "
                 f"restore={'latest_checkpoint' if restore else 'none'}"
             )
-            if not restore:
+            if not restore and not spec.is_read_replica:
                 self.supervisor.log(
-                    f"server-{spec.part_id} restarts without checkpoint.path: its run-time tensors are lost"
+                    f"{spec.name} restarts without checkpoint.path: its run-time tensors are lost"
                 )
             process = self._start_process(spec, server.local, restore_latest=restore)
             server.process = process
@@ -197,10 +205,10 @@ class ServerFleet:
             except LaunchError as exc:
                 if count >= self.config.max_restarts:
                     raise LaunchError(
-                        f"server-{spec.part_id} could not be restarted ({count} restarts): {exc}",
+                        f"{spec.name} could not be restarted ({count} restarts): {exc}",
                         exit_code=exc.exit_code,
                     ) from None
-                self.supervisor.log(f"server-{spec.part_id} failed to come back: {exc}")
+                self.supervisor.log(f"{spec.name} failed to come back: {exc}")
                 self.supervisor.terminate([process], grace_period_s=0)
                 exit_code = exit_code_of(process.poll() if process.poll() is not None else 1)
 
@@ -214,7 +222,7 @@ class ServerFleet:
         deadline = time.monotonic() + timeout
         pending = list(self.running if servers is None else servers)
         started = time.monotonic()
-        last_health: dict[int, str] = {}
+        last_health: dict[str, str] = {}
         while pending:
             if self.stop_event.is_set():
                 return False
@@ -224,7 +232,7 @@ class ServerFleet:
                 if code is not None:
                     tail = process.stderr_tail().rstrip() or "(no output on stderr)"
                     raise LaunchError(
-                        f"server-{spec.part_id} exited with code {exit_code_of(code)} before serving; "
+                        f"{spec.name} exited with code {exit_code_of(code)} before serving; "
                         f"its last stderr lines:\n{tail}",
                         exit_code=exit_code_of(code) or 1,
                     )
@@ -234,17 +242,16 @@ class ServerFleet:
                     timeout_s=max(0.05, min(1.0, remaining)),
                     security=self.security,
                 )
-                last_health[spec.part_id] = health
+                last_health[spec.name] = health
                 if health == SERVING:
                     pending.remove(server)
                     self.supervisor.log(
-                        f"server-{spec.part_id} at {spec.address} is SERVING "
+                        f"{spec.name} at {spec.address} is SERVING "
                         f"({time.monotonic() - started:.1f} s after start)"
                     )
             if pending and time.monotonic() >= deadline:
                 states = ", ".join(
-                    f"server-{p.spec.part_id} {p.spec.address}: "
-                    f"{last_health.get(p.spec.part_id, UNREACHABLE)}"
+                    f"{p.spec.name} {p.spec.address}: {last_health.get(p.spec.name, UNREACHABLE)}"
                     for p in pending
                 )
                 raise LaunchError(f"servers not SERVING within connect_timeout_s = {timeout:g} s ({states})")

@@ -151,10 +151,14 @@ def torch_env_from_slurm(env: Mapping[str, str]) -> dict[str, str]:
     }
 
 
-def cluster_for_nodes(template: Mapping, nodes: Sequence[str], num_parts: int, port: int) -> dict:
+def cluster_for_nodes(
+    template: Mapping, nodes: Sequence[str], num_parts: int, port: int, replicas: int = 1
+) -> dict:
     """A cluster config (as a mapping) whose servers run on ``nodes``: partition ``k`` on node
     ``k % len(nodes)``, port ``port + k // len(nodes)`` (several partitions on one node get
-    consecutive ports), bound to every interface.
+    consecutive ports), bound to every interface. With ``replicas`` > 1, server ``r`` of partition
+    ``k`` (``r`` = 0 is its owner, the others read replicas) runs on node ``(k + r) % len(nodes)``, so
+    a partition's replicas sit on different nodes where there are enough, on the next free port there.
 
     Args:
         template: the rest of the cluster config (``graph_name``, ``part_config``, ``rpc``, ``tls``,
@@ -162,12 +166,14 @@ def cluster_for_nodes(template: Mapping, nodes: Sequence[str], num_parts: int, p
         nodes: the allocation's nodes, in Slurm's order (``SLURM_JOB_NODELIST`` expanded).
         num_parts: the number of partitions.
         port: the first server port.
+        replicas: servers per partition (the owner and its read replicas).
 
     Returns:
         The template with ``servers`` added.
 
     Raises:
-        ValueError: ``servers`` in the template, no nodes, no partitions, or ports beyond 65535.
+        ValueError: ``servers`` in the template, no nodes, no partitions, fewer than one replica, or
+            ports beyond 65535.
     """
     if "servers" in template:
         raise ValueError("the Slurm template must not list 'servers': they come from the job's nodes")
@@ -175,11 +181,18 @@ def cluster_for_nodes(template: Mapping, nodes: Sequence[str], num_parts: int, p
         raise ValueError("no nodes: SLURM_JOB_NODELIST is empty")
     if num_parts < 1:
         raise ValueError(f"num_parts must be >= 1, got {num_parts}")
-    last_port = port + (num_parts - 1) // len(nodes)
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    used = [0] * len(nodes)
+    servers = []
+    for r in range(replicas):
+        for k in range(num_parts):
+            node = (k + r) % len(nodes)
+            servers.append(
+                {"host": nodes[node], "port": port + used[node], "part_id": k, "bind_host": "0.0.0.0"}
+            )
+            used[node] += 1
+    last_port = port + max(used) - 1
     if not 0 < port <= last_port <= 65535:
         raise ValueError(f"ports {port}..{last_port} are not valid TCP ports")
-    servers = [
-        {"host": nodes[k % len(nodes)], "port": port + k // len(nodes), "part_id": k, "bind_host": "0.0.0.0"}
-        for k in range(num_parts)
-    ]
     return {**template, "servers": servers}

@@ -40,6 +40,7 @@ class ProcessSpec:
         end_with_parent: on Linux, the child gets SIGTERM when the supervisor dies, even by SIGKILL
             (``PR_SET_PDEATHSIG``): what ``graphstore servers`` uses so that a batch system killing it
             leaves no server behind.
+        suffix: appended to the label (``.r1`` for a partition's read replica 1).
     """
 
     role: str
@@ -48,10 +49,11 @@ class ProcessSpec:
     env: Mapping[str, str] | None = None
     cwd: str | None = None
     end_with_parent: bool = False
+    suffix: str = ""
 
     @property
     def label(self) -> str:
-        return f"{self.role}-{self.rank}"
+        return f"{self.role}-{self.rank}{self.suffix}"
 
 
 def _end_with_parent_hook():

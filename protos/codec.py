@@ -289,6 +289,7 @@ def write_metadata(msg: pb.MetadataResponse, meta: PartitionMetadata) -> None:
     msg.ntype_counts[:] = meta.ntype_counts
     msg.etype_counts[:] = meta.etype_counts
     msg.checkpoint_root = meta.checkpoint_root
+    msg.read_replica = meta.read_replica
 
 
 def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
@@ -312,6 +313,7 @@ def read_metadata(msg: pb.MetadataResponse) -> PartitionMetadata:
         ntype_counts=tuple(msg.ntype_counts),
         etype_counts=tuple(msg.etype_counts),
         checkpoint_root=msg.checkpoint_root,
+        read_replica=msg.read_replica,
     )
 
 
@@ -326,6 +328,7 @@ def write_stats(msg: pb.StatsResponse, stats: ServerStats) -> None:
     for key, value in stats.counters.items():
         msg.counters[key] = value
     msg.address = stats.address
+    msg.read_replica = stats.read_replica
 
 
 def read_stats(msg: pb.StatsResponse) -> ServerStats:
@@ -338,4 +341,5 @@ def read_stats(msg: pb.StatsResponse) -> ServerStats:
         tensors=tuple(read_scheme(s) for s in msg.tensors),
         counters=dict(msg.counters),
         address=msg.address,
+        read_replica=msg.read_replica,
     )

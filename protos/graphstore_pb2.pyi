@@ -111,7 +111,7 @@ class MetadataRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class MetadataResponse(_message.Message):
-    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts", "checkpoint_root")
+    __slots__ = ("graph_name", "part_id", "num_parts", "num_nodes", "num_edges", "node_bounds", "edge_bounds", "tensors", "part_config", "hostname", "format_version", "ntypes", "canonical_etypes", "ntype_counts", "etype_counts", "checkpoint_root", "read_replica")
     GRAPH_NAME_FIELD_NUMBER: _ClassVar[int]
     PART_ID_FIELD_NUMBER: _ClassVar[int]
     NUM_PARTS_FIELD_NUMBER: _ClassVar[int]
@@ -128,6 +128,7 @@ class MetadataResponse(_message.Message):
     NTYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
     ETYPE_COUNTS_FIELD_NUMBER: _ClassVar[int]
     CHECKPOINT_ROOT_FIELD_NUMBER: _ClassVar[int]
+    READ_REPLICA_FIELD_NUMBER: _ClassVar[int]
     graph_name: str
     part_id: int
     num_parts: int
@@ -144,7 +145,8 @@ class MetadataResponse(_message.Message):
     ntype_counts: _containers.RepeatedScalarFieldContainer[int]
     etype_counts: _containers.RepeatedScalarFieldContainer[int]
     checkpoint_root: str
-    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ..., checkpoint_root: _Optional[str] = ...) -> None: ...
+    read_replica: bool
+    def __init__(self, graph_name: _Optional[str] = ..., part_id: _Optional[int] = ..., num_parts: _Optional[int] = ..., num_nodes: _Optional[int] = ..., num_edges: _Optional[int] = ..., node_bounds: _Optional[_Iterable[int]] = ..., edge_bounds: _Optional[_Iterable[int]] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., part_config: _Optional[str] = ..., hostname: _Optional[str] = ..., format_version: _Optional[int] = ..., ntypes: _Optional[_Iterable[str]] = ..., canonical_etypes: _Optional[_Iterable[str]] = ..., ntype_counts: _Optional[_Iterable[int]] = ..., etype_counts: _Optional[_Iterable[int]] = ..., checkpoint_root: _Optional[str] = ..., read_replica: _Optional[bool] = ...) -> None: ...
 
 class PullRequest(_message.Message):
     __slots__ = ("name", "ids")
@@ -437,7 +439,7 @@ class StatsRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class StatsResponse(_message.Message):
-    __slots__ = ("part_id", "uptime_s", "rss_bytes", "rss_anon_bytes", "tensors", "counters", "address")
+    __slots__ = ("part_id", "uptime_s", "rss_bytes", "rss_anon_bytes", "tensors", "counters", "address", "read_replica")
     class CountersEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -452,6 +454,7 @@ class StatsResponse(_message.Message):
     TENSORS_FIELD_NUMBER: _ClassVar[int]
     COUNTERS_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    READ_REPLICA_FIELD_NUMBER: _ClassVar[int]
     part_id: int
     uptime_s: float
     rss_bytes: int
@@ -459,4 +462,5 @@ class StatsResponse(_message.Message):
     tensors: _containers.RepeatedCompositeFieldContainer[TensorScheme]
     counters: _containers.ScalarMap[str, int]
     address: str
-    def __init__(self, part_id: _Optional[int] = ..., uptime_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., rss_anon_bytes: _Optional[int] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., address: _Optional[str] = ...) -> None: ...
+    read_replica: bool
+    def __init__(self, part_id: _Optional[int] = ..., uptime_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., rss_anon_bytes: _Optional[int] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., address: _Optional[str] = ..., read_replica: _Optional[bool] = ...) -> None: ...

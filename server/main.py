@@ -99,6 +99,7 @@ class RunningServer:
         self.partition = PartitionServer(
             data,
             writable_features=config.writable_features,
+            read_only_view=config.read_replica,
             limits=config.limits,
             checkpoint_root=config.checkpoint_root,
             barrier_holders=max(1, config.num_threads // 8),
@@ -134,7 +135,9 @@ class RunningServer:
                 log_event(
                     logger, "restored", part_id=config.part_id, path=path, tensors=len(names), rows=rows
                 )
-        self.metrics = ServerMetrics(config.part_id) if config.metrics_port is not None else None
+        self.metrics = (
+            ServerMetrics(config.part_id, config.read_replica) if config.metrics_port is not None else None
+        )
         self.checkpointer = (
             PeriodicCheckpointer(self.partition, policy, self.metrics) if policy is not None else None
         )
@@ -327,6 +330,7 @@ def serve(config: ServerConfig) -> int:
             "server_started",
             part_id=config.part_id,
             graph=graph_name,
+            role="read_replica" if config.read_replica else "owner",
             address=running.address,
             threads=config.num_threads,
             tls=bool(config.tls_cert),

@@ -10,7 +10,9 @@ server's token when it has one (:mod:`graphstore.server.metrics_http`):
 - ``graphstore_tensor_bytes_total{tensor, op}``: row bytes moved per tensor (``op``: pull, push,
   push_grad);
 - ``graphstore_auth_denied_total{code}``: calls refused by the token check;
-- ``graphstore_checkpoints_total{outcome}`` and ``graphstore_checkpoint_seconds``: periodic checkpoints.
+- ``graphstore_checkpoints_total{outcome}`` and ``graphstore_checkpoint_seconds``: periodic checkpoints;
+- ``graphstore_server_info{part_id, role}``: always 1; ``role`` is ``owner`` or ``read_replica``, so
+  the calls a replica served are its ``graphstore_rpc_requests_total`` series.
 
 Each server has its own :class:`prometheus_client.CollectorRegistry` (no process-global state).
 Tensor label values are bounded: unnamed tensors (``_anon.*``) share one label, a deleted tensor's
@@ -23,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from graphstore.server.metrics_http import serve_metrics
 
@@ -81,11 +83,18 @@ class ServerMetrics:
 
     Args:
         part_id: the partition (the scraper tells the servers apart by their address).
+        read_replica: whether the server is a read replica of the partition (the ``role`` label).
     """
 
-    def __init__(self, part_id: int) -> None:
+    def __init__(self, part_id: int, read_replica: bool = False) -> None:
         self.part_id = part_id
         self.registry = CollectorRegistry(auto_describe=True)
+        Gauge(
+            "graphstore_server_info",
+            "Always 1: the partition this server serves and its role (owner or read_replica).",
+            ["part_id", "role"],
+            registry=self.registry,
+        ).labels(str(part_id), "read_replica" if read_replica else "owner").set(1)
         self.requests = self._counter(
             "graphstore_rpc_requests", "Calls answered, by method and gRPC status code.", ["method", "code"]
         )

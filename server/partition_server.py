@@ -170,6 +170,7 @@ class PartitionServer:
             part_config=p.config_path,
             hostname=socket.gethostname(),
             checkpoint_root=self.checkpoint_root.root,
+            read_replica=self._read_only_view,
         )
 
     def stats(self) -> ServerStats:
@@ -185,6 +186,7 @@ class PartitionServer:
             tensors=tuple(self.list_tensors()),
             counters=counters,
             address=self.address,
+            read_replica=self._read_only_view,
         )
 
     # -- named tensors ---------------------------------------------------------------------------

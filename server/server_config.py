@@ -21,6 +21,9 @@ class ServerConfig:
         host: interface to bind (``0.0.0.0`` for every interface).
         port: TCP port; 0 picks a free one (printed in the startup line).
         writable_features: load the partition's features into memory and allow writes to them.
+        read_replica: serve as a read replica of the partition: its files' read-only data and
+            structure only (every write, run-time tensor and checkpoint call is refused with
+            PermissionError; they go to the partition's owner), no periodic checkpoints or log.
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
         num_threads: worker threads answering calls (a waiting barrier participant holds none).
         grace_s: on shutdown, how long calls in flight may take to finish.
@@ -50,6 +53,7 @@ class ServerConfig:
     host: str = "127.0.0.1"
     port: int = 0
     writable_features: bool = False
+    read_replica: bool = False
     max_message_bytes: int = 256 * 1024 * 1024
     num_threads: int = 32
     grace_s: float = 8.0
@@ -111,6 +115,19 @@ class ServerConfig:
             raise ValueError("durability 'wal' needs checkpoint_dir (the log lives beside the checkpoints)")
         if self.fsync and self.durability != "wal":
             raise ValueError("fsync applies to durability 'wal' only")
+        if self.read_replica:
+            given = [
+                name
+                for name, value in (
+                    ("writable_features", self.writable_features),
+                    ("checkpoint_dir", self.checkpoint_dir),
+                    ("restore_from", self.restore_from),
+                    ("checkpoint_on_exit", self.checkpoint_on_exit),
+                )
+                if value
+            ]
+            if given:
+                raise ValueError(f"read_replica holds no writable state: {', '.join(given)} not allowed")
 
     def checkpoint_policy(self) -> CheckpointPolicy | None:
         """The periodic checkpoint policy, or None without ``checkpoint_dir``."""

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +130,8 @@ class PartitionServicer:
         self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
         self._on_shutdown = on_shutdown
         self._metrics = metrics
+        self._calls: Counter[str] = Counter()  # calls answered per method (Stats: calls_METHOD)
+        self._calls_lock = threading.Lock()
         self.write_path = write_path or WritePath()
         self._in_flight = InFlightCalls()
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
@@ -187,6 +191,8 @@ class PartitionServicer:
         mutating = method in MUTATING_METHODS
 
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
+            with self._calls_lock:
+                self._calls[method] += 1
             if metrics is None:
                 return _call(raw, context)
             started = time.perf_counter()
@@ -234,6 +240,9 @@ class PartitionServicer:
         response = pb.StatsResponse()
         codec.write_stats(response, self._server.stats())
         response.counters["replayed_writes"] = self.write_path.replays
+        with self._calls_lock:
+            for method, count in self._calls.items():
+                response.counters[f"calls_{method}"] = count
         return response
 
     def _pull(self, request: pb.PullRequest, context) -> bytes:

@@ -9,6 +9,7 @@ server serves.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import socket
 from concurrent.futures import ThreadPoolExecutor
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import RemotePartition, open_in_process
+from graphstore.client.transport.replicated import OWNER, READ_REPLICA, ReplicatedPartition
 from graphstore.config import ClusterConfig
 from graphstore.errors import ConfigError
 from graphstore.partition import RangePartitionBook, load_partition
@@ -31,7 +33,8 @@ class ClusterConnection:
     """What :func:`connect_servers` opened.
 
     Attributes:
-        partitions: one RemotePartition per server, in partition order.
+        partitions: one per partition, in partition order: a RemotePartition, or a ReplicatedPartition
+            when the config lists read replicas of the partition.
         metadata: partition 0's metadata (graph name, ID ranges, tensor schemes).
         book: the partition book, used from this trainer's home partition.
         local_part_id: the co-located partition read in-process, or None.
@@ -64,13 +67,25 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
     """
     security = config.channel_security()
     remotes: list[PartitionAPI] = []
+    readers: list[list[RemotePartition]] = []
     pool = ThreadPoolExecutor(
-        max_workers=max(1, len(config.servers)), thread_name_prefix="graphstore-connect"
+        max_workers=max(1, len(config.all_servers)), thread_name_prefix="graphstore-connect"
     )
     try:
+        # Reads spread over replicas move on at once when one fails: their channels do not retry.
+        fail_fast = dataclasses.replace(config.rpc, max_retries=0)
         for server in config.servers:
             remotes.append(
                 RemotePartition(server.address, server.part_id, config.rpc, security, client_id=client_id)
+            )
+            replicas = config.replicas_of(server.part_id)
+            readers.append(
+                [
+                    RemotePartition(r.address, r.part_id, fail_fast, security, client_id=client_id)
+                    for r in replicas
+                ]
+                if len(replicas) > 1
+                else []
             )
 
         def ready_and_metadata(remote) -> PartitionMetadata:
@@ -78,8 +93,20 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
             return remote.metadata()  # wait_ready checked the partition id; this returns the metadata
 
         futures = [pool.submit(ready_and_metadata, remote) for remote in remotes]
+        reader_futures = [[pool.submit(ready_and_metadata, r) for r in part] for part in readers]
         metas = [future.result() for future in futures]
+        reader_metas = [[future.result() for future in part] for part in reader_futures]
         _check_metadata(config, metas)
+        for part_id, part_metas in enumerate(reader_metas):
+            if part_metas:
+                _check_replicas(config, part_id, metas[part_id], part_metas)
+                replicas = config.replicas_of(part_id)
+                remotes[part_id] = ReplicatedPartition(
+                    remotes[part_id],
+                    readers[part_id],
+                    [READ_REPLICA if r.is_read_replica else OWNER for r in replicas],
+                    _replica_tensors(metas[part_id], part_metas),
+                )
         first = metas[0]
         rank, world = trainer_rank_and_world()
         local_part_id, readers, local_data, part_config = _open_local_partition(config, metas, rank, world)
@@ -90,6 +117,9 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
     except BaseException:
         for remote in remotes:
             close_quietly(remote)
+        for part in readers:
+            for remote in part:
+                close_quietly(remote)
         raise
     finally:
         pool.shutdown(wait=False)
@@ -144,6 +174,37 @@ def _check_metadata(config: ClusterConfig, metas: list[PartitionMetadata]) -> No
         raise ConfigError(
             f"graph_name: the config says {config.graph_name!r} but the servers serve {first.graph_name!r}"
         )
+
+
+def _check_replicas(
+    config: ClusterConfig, part_id: int, owner: PartitionMetadata, metas: list[PartitionMetadata]
+) -> None:
+    """Check that every server of a replicated partition serves the owner's partition in its role.
+
+    Raises:
+        graphstore.errors.ConfigError: a replica of another graph or ranges, an owner that runs as a
+            read replica, or a replica that does not (the message names the server).
+    """
+    for spec, meta in zip(config.replicas_of(part_id), metas, strict=True):
+        where = f"server {spec.address} (partition {part_id}, replica {spec.replica})"
+        if meta.graph_name != owner.graph_name or tuple(meta.node_bounds) != tuple(owner.node_bounds):
+            raise ConfigError(
+                f"{where} serves graph {meta.graph_name!r} with node bounds {list(meta.node_bounds)}, "
+                f"unlike its owner ({owner.graph_name!r}, {list(owner.node_bounds)})"
+            )
+        if meta.read_replica != spec.is_read_replica:
+            wanted = (
+                "a read replica (graphstore server --read-replica)" if spec.is_read_replica else "the owner"
+            )
+            raise ConfigError(f"{where} should run as {wanted}, but reports read_replica={meta.read_replica}")
+
+
+def _replica_tensors(owner: PartitionMetadata, metas: list[PartitionMetadata]) -> set[str]:
+    """The tensors every server of a partition holds read-only: the pulls any of them may answer."""
+    names = {s.name for s in owner.tensors if s.from_partition and not s.writable}
+    for meta in metas:
+        names &= {s.name for s in meta.tensors if not s.writable}
+    return names
 
 
 def _local_host_names() -> set[str]:

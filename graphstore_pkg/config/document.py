@@ -27,7 +27,10 @@ def config_to_mapping(config: ClusterConfig) -> dict[str, Any]:
     document: dict[str, Any] = {
         "graph_name": config.graph_name,
         "part_config": config.part_config,
-        "servers": [dataclasses.asdict(server) for server in config.servers],
+        "servers": [
+            {key: value for key, value in dataclasses.asdict(server).items() if key != "replica"}
+            for server in config.all_servers
+        ],
         "trainer_hosts": list(config.trainer_hosts),
         "trainers_per_host": config.trainers_per_host,
         "master_port": config.master_port,

@@ -41,6 +41,11 @@ def check_partition_config(config: ClusterConfig) -> None:
         raise ConfigError(
             f"cluster config {config.path!r}: field 'servers' lists {len(config.servers)} servers "
             f"but part_config {config.part_config} has num_parts {num_parts}"
+            + (
+                f" (its {len(config.read_replicas)} further entries of a part_id are read replicas)"
+                if config.read_replicas
+                else ""
+            )
         )
     disk_name = meta.get("graph_name")
     if disk_name is not None and disk_name != config.graph_name:

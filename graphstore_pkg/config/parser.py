@@ -131,7 +131,7 @@ def parse_cluster_config(
         raise ConfigError(f"cluster config {source!r} must be a mapping of fields, got {type(data).__name__}")
     reader.reject_unknown(data, TOP_LEVEL_FIELDS)
     required_for_launch = REQUIRED if check_files else None
-    servers = _read_servers(reader, data)
+    servers, read_replicas = _read_servers(reader, data)
     trainer_hosts, trainers_per_host = _read_trainers(reader, data)
     allow_short_token = reader.boolean(data, "allow_short_token", False)
     token, token_file = _read_token(reader, data, allow_short_token)
@@ -142,6 +142,7 @@ def parse_cluster_config(
         graph_name=reader.string(data, "graph_name", default=required_for_launch),
         part_config=reader.path(data, "part_config", default=required_for_launch),
         servers=servers,
+        read_replicas=read_replicas,
         trainer_hosts=trainer_hosts,
         trainers_per_host=trainers_per_host,
         master_port=reader.port(data, "master_port", default=None),
@@ -163,7 +164,7 @@ def parse_cluster_config(
         token=token,
         token_file=token_file,
         allow_short_token=allow_short_token,
-        metrics_port=_read_metrics_port(reader, data, len(servers)),
+        metrics_port=_read_metrics_port(reader, data, len(servers) + len(read_replicas)),
         metrics_host=reader.host(data, "metrics_host", default=None),
         limits=limits,
     )
@@ -183,14 +184,18 @@ def _normalized_host(host: str) -> str:
         return host.lower()
 
 
-def _read_servers(reader: FieldReader, data: Mapping) -> tuple[ServerSpec, ...]:
-    """The servers, sorted by ``part_id`` (an entry without one serves the partition of its index)."""
+def _read_servers(
+    reader: FieldReader, data: Mapping
+) -> tuple[tuple[ServerSpec, ...], tuple[ServerSpec, ...]]:
+    """``(owners, read_replicas)``: the first entry of each ``part_id`` owns the partition, the
+    further ones are its read replicas; both sorted by partition (an entry without ``part_id`` serves
+    the partition of its index)."""
     entries = reader.require(data, "servers")
     if not isinstance(entries, list) or not entries:
         raise reader.error("servers", f"must be a non-empty list of {{host, port, part_id}}, got {entries!r}")
     servers: list[ServerSpec] = []
     seen_address: dict[tuple[str, int], int] = {}
-    seen_part: dict[int, int] = {}
+    replicas_of: dict[int, int] = {}
     for index, entry in enumerate(entries):
         prefix = f"servers[{index}]."
         if not isinstance(entry, Mapping):
@@ -209,20 +214,22 @@ def _read_servers(reader: FieldReader, data: Mapping) -> tuple[ServerSpec, ...]:
                 f"servers[{index}]",
                 f"duplicates address {format_address(host, port)} of servers[{seen_address[key]}]",
             )
-        if part_id in seen_part:
-            raise reader.error(
-                f"{prefix}part_id", f"= {part_id} is already served by servers[{seen_part[part_id]}]"
-            )
         seen_address[key] = index
-        seen_part[part_id] = index
-        servers.append(ServerSpec(host, port, part_id, exec_host, bind_host))
-    expected = set(range(len(servers)))
-    if set(seen_part) != expected:
-        missing = min(expected - set(seen_part))
+        replica = replicas_of.get(part_id, 0)
+        replicas_of[part_id] = replica + 1
+        servers.append(ServerSpec(host, port, part_id, exec_host, bind_host, replica))
+    num_parts = len(replicas_of)
+    expected = set(range(num_parts))
+    if set(replicas_of) != expected:
+        missing = min(expected - set(replicas_of))
         raise reader.error(
-            "servers", f"has no server for part_id {missing} (part ids must be 0..{len(servers) - 1})"
+            "servers",
+            f"has no server for part_id {missing} (part ids must be 0..{num_parts - 1}; "
+            f"several entries with one part_id are that partition's replicas)",
         )
-    return tuple(sorted(servers, key=lambda server: server.part_id))
+    ordered = sorted(servers, key=lambda server: (server.part_id, server.replica))
+    owners = tuple(server for server in ordered if server.replica == 0)
+    return owners, tuple(server for server in ordered if server.replica > 0)
 
 
 def _read_trainers(reader: FieldReader, data: Mapping) -> tuple[tuple[str, ...], int]:
@@ -253,12 +260,12 @@ def _read_local_part_id(reader: FieldReader, data: Mapping, num_parts: int) -> i
     return local_part_id
 
 
-def _read_metrics_port(reader: FieldReader, data: Mapping, num_parts: int) -> int | None:
+def _read_metrics_port(reader: FieldReader, data: Mapping, num_servers: int) -> int | None:
     metrics_port = reader.port(data, "metrics_port", default=None)
-    if metrics_port is not None and metrics_port + num_parts - 1 > 65535:
+    if metrics_port is not None and metrics_port + num_servers - 1 > 65535:
         raise reader.error(
             "metrics_port",
-            f"= {metrics_port}: server k uses metrics_port + k, and {num_parts} servers go past 65535",
+            f"= {metrics_port}: server k uses metrics_port + k, and {num_servers} servers go past 65535",
         )
     return metrics_port
 

@@ -67,6 +67,10 @@ class ServerSpec:
             template (an ssh host name, a network namespace...). Defaults to ``host``.
         bind_host: the address the server binds (``graphstore server --host``). Defaults to
             ``host``; ``0.0.0.0`` serves on every interface.
+        replica: its place among the servers of ``part_id``, in the order of the YAML: 0 is the
+            partition's owner (it holds the writable tensors and answers every write); 1, 2, ... are
+            read replicas (``graphstore server --read-replica``), which serve the partition files'
+            read-only data and structure.
     """
 
     host: str
@@ -74,6 +78,7 @@ class ServerSpec:
     part_id: int
     exec_host: str = ""
     bind_host: str = ""
+    replica: int = 0
 
     def __post_init__(self) -> None:
         if not self.exec_host:
@@ -85,6 +90,16 @@ class ServerSpec:
     def address(self) -> str:
         """``host:port`` as clients dial it (IPv6 literals bracketed)."""
         return format_address(self.host, self.port)
+
+    @property
+    def is_read_replica(self) -> bool:
+        """Whether this is a read replica (not the partition's owner)."""
+        return self.replica > 0
+
+    @property
+    def name(self) -> str:
+        """``server-K`` for the owner of partition K, ``server-K.rN`` for its read replica N."""
+        return f"server-{self.part_id}" + (f".r{self.replica}" if self.replica else "")
 
 
 @dataclass(frozen=True)
@@ -119,7 +134,10 @@ class ClusterConfig:
     """A validated cluster config. Paths are absolute, with ``~`` expanded.
 
     Attributes:
-        servers: one per partition, sorted by ``part_id`` (0 .. num_parts - 1).
+        servers: the owner of each partition (the first entry of its ``part_id`` in the YAML), sorted
+            by ``part_id`` (0 .. num_parts - 1).
+        read_replicas: the further entries of a ``part_id`` (read replicas), sorted by
+            ``(part_id, replica)``; empty without replicas.
         path: the YAML file this came from (what ``graphstore launch`` puts in ``GRAPHSTORE_CONFIG``),
             or the name a parsed mapping was given (``<dict>``); empty when built in code.
         graph_name: the graph's name, checked against the partition config and the servers; None
@@ -154,6 +172,7 @@ class ClusterConfig:
     """
 
     servers: tuple[ServerSpec, ...]
+    read_replicas: tuple[ServerSpec, ...] = ()
     path: str = ""
     graph_name: str | None = None
     part_config: str | None = None
@@ -193,9 +212,31 @@ class ClusterConfig:
         """``host:port`` of each server, indexed by partition."""
         return [server.address for server in self.servers]
 
-    def metrics_port_of(self, part_id: int) -> int | None:
-        """The metrics port of server ``part_id`` (``metrics_port + part_id``), or None when off."""
-        return None if self.metrics_port is None else self.metrics_port + part_id
+    @property
+    def all_servers(self) -> tuple[ServerSpec, ...]:
+        """Every server process of the cluster: the owners, then the read replicas."""
+        return self.servers + self.read_replicas
+
+    def replicas_of(self, part_id: int) -> tuple[ServerSpec, ...]:
+        """The servers of partition ``part_id``: its owner first, then its read replicas in order."""
+        return (self.servers[part_id],) + tuple(s for s in self.read_replicas if s.part_id == part_id)
+
+    def metrics_port_of(self, part_id: int, replica: int = 0) -> int | None:
+        """The metrics port of a server, or None when off: ``metrics_port + part_id`` for an owner; the
+        read replicas follow the owners (``metrics_port + num_parts + i`` for the ``i``-th replica of
+        :attr:`read_replicas`).
+
+        Raises:
+            KeyError: no read replica ``replica`` of ``part_id`` in the config.
+        """
+        if self.metrics_port is None:
+            return None
+        if replica == 0:
+            return self.metrics_port + part_id
+        for index, spec in enumerate(self.read_replicas):
+            if (spec.part_id, spec.replica) == (part_id, replica):
+                return self.metrics_port + self.num_parts + index
+        raise KeyError(f"replica: partition {part_id} has no read replica {replica}")
 
     def channel_security(self):
         """How callers (trainers, launch, status, stop) reach the servers: TLS and the token.

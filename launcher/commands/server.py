@@ -43,6 +43,12 @@ def register(subparsers) -> None:
         action="store_true",
         help="load the partition's features into memory and allow pushes to them",
     )
+    parser.add_argument(
+        "--read-replica",
+        action="store_true",
+        help="serve as a read replica: the partition files' read-only data and structure only; every "
+        "write, run-time tensor and checkpoint call is refused (writes go to the partition's owner)",
+    )
     parser.add_argument("--num-threads", type=int, default=32, help="RPC worker threads (default 32)")
     parser.add_argument(
         "--max-message-mb", type=int, default=256, help="gRPC message size limit in MiB (default 256)"

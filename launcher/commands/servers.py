@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
     config = load_cluster_config(args.config, check_files=not args.dry_run)
     slurm_node = os.environ.get("SLURMD_NODENAME")
     selected = servers_of_host(
-        config.servers,
+        config.all_servers,
         hostname=args.hostname,
         host_index=args.host_index,
         aliases=(slurm_node,) if slurm_node else (),

@@ -66,13 +66,15 @@ def run_config(args: argparse.Namespace) -> int:
     if not nodelist:
         raise ValueError("slurm config: SLURM_JOB_NODELIST is not set (run it in a job, or pass --nodelist)")
     num_parts = args.num_parts if args.num_parts is not None else _num_parts(template.get("part_config"))
-    mapping = cluster_for_nodes(template, expand_hostlist(nodelist), num_parts, args.port)
+    mapping = cluster_for_nodes(template, expand_hostlist(nodelist), num_parts, args.port, args.replicas)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(yaml.safe_dump(mapping, sort_keys=False))
     config = load_cluster_config(out)  # the same checks launch makes (partition config, TLS files)
-    placement = ", ".join(f"{s.part_id}@{s.address}" for s in config.servers)
-    print(f"wrote {out}: {config.num_parts} servers ({placement})")
+    placement = ", ".join(
+        f"{s.part_id}{f'.r{s.replica}' if s.replica else ''}@{s.address}" for s in config.all_servers
+    )
+    print(f"wrote {out}: {len(config.all_servers)} servers ({placement})")
     return 0
 
 
@@ -103,6 +105,13 @@ def register(subparsers) -> None:
     )
     config.add_argument("--out", required=True, help="where to write the job's cluster YAML")
     config.add_argument("--port", type=int, default=50051, help="first server port (default 50051)")
+    config.add_argument(
+        "--replicas",
+        type=int,
+        default=1,
+        help="servers per partition: its owner and read replicas, on different nodes where there are "
+        "enough (default 1)",
+    )
     config.add_argument(
         "--num-parts", type=int, default=None, help="partitions (default: the template's part_config)"
     )

@@ -8,7 +8,8 @@
 no torch, and answers within ``--timeout`` seconds. The health service needs no token; with TLS the
 probe needs the CA (``--tls-ca``, or the ``tls`` section of ``--config``). With ``metrics_port`` in
 the cluster config, the report adds each server's per-call counts, p50 / p99 latencies and per-tensor
-bytes from its Prometheus endpoint.
+bytes from its Prometheus endpoint. A partition's read replicas are listed after the owners
+(``server K.rN``), each with its role and the calls of each method it answered.
 """
 
 from __future__ import annotations
@@ -32,18 +33,28 @@ def _format_bytes(count: int | None) -> str:
     return f"{value:.1f} GiB"
 
 
-def _format_report(part_id: int, report) -> list[str]:
+def _format_report(part_id: int, report, replica: int = 0) -> list[str]:
     uptime = "-" if report.uptime_s is None else f"{report.uptime_s:.0f} s"
     served = "-" if report.part_id is None else str(report.part_id)
+    label = f"{part_id}.r{replica}" if replica else str(part_id)
+    role = "" if report.read_replica is None else ("read_replica  " if report.read_replica else "owner  ")
     lines = [
-        f"server {part_id}  {report.address:<22} {report.health:<12} partition {served:<3} "
+        f"server {label}  {report.address:<22} {report.health:<12} partition {served:<3} {role}"
         f"uptime {uptime:<8} "
         f"rss {_format_bytes(report.rss_bytes):<10} anon {_format_bytes(report.rss_anon_bytes)}"
     ]
     if report.part_id is not None and report.part_id != part_id:
         lines.append(f"  warning: the config expects partition {part_id} at this address")
+    if report.read_replica is not None and report.read_replica != (replica > 0):
+        expected = "a read replica" if replica else "the owner"
+        lines.append(f"  warning: the config expects {expected} of partition {part_id} at this address")
     if report.error:
         lines.append(f"  stats: {report.error}")
+    calls = sorted(
+        (k.removeprefix("calls_"), v) for k, v in report.counters.items() if k.startswith("calls_")
+    )
+    if calls:
+        lines.append("  calls served: " + ", ".join(f"{method} {count}" for method, count in calls))
     lines += _format_metrics(report)
     for tensor in report.tensors:
         shape = "x".join(str(d) for d in tensor.shape)
@@ -122,21 +133,27 @@ def run(args: argparse.Namespace) -> int:
             server.address,
             timeout_s=args.timeout,
             security=security,
-            metrics_port=config.metrics_port_of(server.part_id),
+            metrics_port=config.metrics_port_of(server.part_id, server.replica),
         )
-        for server in config.servers
+        for server in config.all_servers
     ]
     if args.json:
         payload = {
             "graph_name": config.graph_name,
-            "servers": [dataclasses.asdict(report) for report in reports],
+            "servers": [
+                dict(dataclasses.asdict(report), replica=server.replica)
+                for server, report in zip(config.all_servers, reports, strict=True)
+            ],
         }
         json.dump(payload, sys.stdout, indent=2)
         print()
     else:
-        print(f"cluster {config.path}: graph {config.graph_name or '-'}, {config.num_parts} partitions")
-        for server, report in zip(config.servers, reports, strict=True):
-            print("\n".join(_format_report(server.part_id, report)))
+        parts = f"{config.num_parts} partitions"
+        if config.read_replicas:
+            parts += f", {len(config.read_replicas)} read replicas"
+        print(f"cluster {config.path}: graph {config.graph_name or '-'}, {parts}")
+        for server, report in zip(config.all_servers, reports, strict=True):
+            print("\n".join(_format_report(server.part_id, report, server.replica)))
     return 0 if all(report.health == SERVING for report in reports) else 1
 
 

@@ -26,14 +26,15 @@ def run(args: argparse.Namespace) -> int:
     security = config.channel_security()  # Shutdown carries the token when the servers have one
     failed = False
     asked = []
-    for server in config.servers:
+    for server in config.all_servers:
+        label = f"server {server.part_id}" + (f" replica {server.replica}" if server.replica else "")
         try:
             outcome = request_shutdown(server.address, timeout_s=args.timeout, security=security)
         except RuntimeError as exc:
-            print(f"server {server.part_id} {server.address}: {exc}")
+            print(f"{label} {server.address}: {exc}")
             failed = True
             continue
-        print(f"server {server.part_id} {server.address}: {outcome}")
+        print(f"{label} {server.address}: {outcome}")
         if outcome == "stopping":
             asked.append(server)
     if args.wait:

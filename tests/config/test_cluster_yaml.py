@@ -129,7 +129,12 @@ BAD_CASES = [
         VALID.replace("127.0.0.1, port: 50052", "localhost, port: 50051"),
         "'servers[1]'",
     ),
-    ("duplicate part_id", VALID.replace("part_id: 1", "part_id: 0"), "'servers[1].part_id'"),
+    # A second entry of part_id 0 is its read replica, which leaves partition 1 unserved.
+    (
+        "duplicate part_id",
+        VALID.replace("part_id: 1", "part_id: 0"),
+        "1 further entries of a part_id are read",
+    ),
     ("part_id gap", VALID.replace("part_id: 1", "part_id: 2"), "'servers'"),
     ("unknown field", VALID + "sever_args: []\n", "'sever_args'"),
     ("unknown server field", VALID.replace("part_id: 1}", "part_id: 1, prot: 3}"), "'servers[1].prot'"),

@@ -4,7 +4,9 @@ The image is built once (only the ``partition`` service builds it; every service
 compose project: ``up --exit-code-from trainer`` runs partition -> healthy servers -> trainer and
 returns the trainer's exit code; a second ``up`` reuses the partitions; two trainers form one job; a
 server killed mid-training makes the trainer exit 1 with one line naming it; a server that restarts
-mid-training is waited for and training goes on; ``down -v`` leaves no container, network or volume.
+mid-training is waited for and training goes on; a read replica killed mid-training
+(``docker-compose.replicas.yml``) leaves the trainer to finish with exit 0; ``down -v`` leaves no
+container, network or volume.
 
 Runs only with ``GRAPHSTORE_COMPOSE_TEST=1`` (what ``make compose-test`` sets) and skips cleanly when no
 Docker daemon answers or the base image (``BASE_IMAGE``, default ``python:3.11-slim``) is not there.
@@ -32,6 +34,7 @@ from tests.utils.wait import wait_until
 
 COMPOSE = REPO / "docker-compose.yml"
 TWO_TRAINERS = REPO / "docker-compose.2-trainers.yml"
+REPLICAS = REPO / "docker-compose.replicas.yml"
 OPT_IN = "GRAPHSTORE_COMPOSE_TEST"
 DEFAULT_BASE_IMAGE = "python:3.11-slim"
 ERROR_LINE = re.compile(r"^train_dist\.py: error: server server-1:50052: UNAVAILABLE: .+$")
@@ -236,6 +239,37 @@ def test_a_restarted_server_is_waited_for_and_training_goes_on(project):
         assert server.count("root=/data/checkpoints") >= 2 or server.count("restored_from=/data") >= 1, server
     finally:
         project.compose("stop", files=files, timeout_s=120)
+
+
+def test_a_killed_read_replica_does_not_stop_the_trainer(project):
+    """With a read replica per partition (docker-compose.replicas.yml, every read over RPC), killing a
+    replica mid-training moves its partition's reads to the owner: the trainer finishes, exit 0."""
+    files = (COMPOSE, REPLICAS, project.trainer_override(epochs=40))
+    project.compose("rm", "--force", "--stop", files=files, timeout_s=120)  # a fresh trainer log
+    try:
+        up = project.compose("up", "--detach", files=files, timeout_s=600)
+        assert up.returncode == 0, up.stderr[-4000:]
+        wait_until(lambda: "epoch   2" in project.logs("trainer"), 300, "trainer epoch 2", interval_s=0.5)
+        replica_log = project.compose("logs", "--no-log-prefix", "server-1-r1", files=files, timeout_s=60)
+        assert "--read-replica" in replica_log.stdout, replica_log.stdout[-3000:]
+        assert project.compose("kill", "server-1-r1", files=files).returncode == 0
+        killed = time.monotonic()
+        epochs_before = project.logs("trainer").count("\nepoch ")
+        assert "epoch  39" not in project.logs("trainer"), "the replica died after training ended"
+        waited = project.compose("wait", "trainer", files=files, timeout_s=600)
+        trainer = project.logs("trainer")
+        assert waited.returncode == 0, trainer[-4000:]
+        accuracy = re.search(r"^test accuracy: 0\.\d{4}$", trainer, re.M)
+        assert "epoch  39" in trainer and accuracy
+        print(
+            f"\n`docker compose kill server-1-r1` after about {epochs_before} of 40 epochs; the trainer "
+            f"exited {waited.returncode} {time.monotonic() - killed:.1f} s later ({accuracy.group(0)})"
+        )
+        state = project.compose("ps", "--all", "--format", "{{.State}}", "server-1-r1", files=files)
+        assert state.stdout.strip() == "exited", state.stdout
+    finally:
+        project.compose("stop", files=files, timeout_s=120)
+        project.compose("rm", "--force", "server-0-r1", "server-1-r1", files=files, timeout_s=120)
 
 
 def test_down_with_volumes_leaves_nothing(project):

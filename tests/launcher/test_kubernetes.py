@@ -23,7 +23,7 @@ from graphstore.launcher.cli import build_parser
 from tests.launcher.helpers import CLI, REPO
 
 K8S = REPO / "deploy" / "k8s"
-OVERLAYS = ("base", "overlays/tls", "overlays/pytorchjob")
+OVERLAYS = ("base", "overlays/tls", "overlays/pytorchjob", "overlays/replicas")
 
 pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl (kubectl kustomize)")
 
@@ -108,7 +108,7 @@ def test_each_server_pod_runs_the_server_the_config_names_for_it(rendered, tmp_p
     assert service["spec"]["clusterIP"] == "None", "stable pod names need a headless Service"
     labels = sts["spec"]["template"]["metadata"]["labels"]
     assert all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
-    assert sts["spec"]["replicas"] == config.num_parts
+    assert sts["spec"]["replicas"] == len(config.all_servers)  # owners and read replicas
     pod = sts["spec"]["template"]["spec"]
     server = _container(pod, "server")
     (grpc_port,) = [p["containerPort"] for p in server["ports"] if p["name"] == "grpc"]
@@ -118,10 +118,12 @@ def test_each_server_pod_runs_the_server_the_config_names_for_it(rendered, tmp_p
     )
     cluster = tmp_path / "cluster.yaml"
     cluster.write_text(rendered.cluster_text)
-    for k, spec in enumerate(config.servers):
-        pod_name = f"{sts['metadata']['name']}-{k}"
+    pod_names = {f"{sts['metadata']['name']}-{k}" for k in range(sts["spec"]["replicas"])}
+    for spec in config.all_servers:
+        pod_name = spec.host.split(".")[0]
         # Trainers dial POD.SERVICE, the name the headless Service gives pod POD.
-        assert spec.host == f"{pod_name}.{service['metadata']['name']}" and spec.port == grpc_port
+        assert pod_name in pod_names and spec.port == grpc_port
+        assert spec.host == f"{pod_name}.{service['metadata']['name']}"
         assert service["spec"]["ports"][0]["port"] == spec.port
         pod_argv = [pod_name if word == "$(POD_NAME)" else word for word in argv[2:]]
         pod_argv[pod_argv.index("--config") + 1] = str(cluster)
@@ -131,10 +133,13 @@ def test_each_server_pod_runs_the_server_the_config_names_for_it(rendered, tmp_p
         assert dry.returncode == 0, dry.stderr
         (line,) = dry.stdout.splitlines()
         started = shlex.split(line)
-        assert started[started.index("--part-id") + 1] == str(k)
+        assert started[started.index("--part-id") + 1] == str(spec.part_id)
         assert started[started.index("--port") + 1] == str(grpc_port)
         assert started[started.index("--host") + 1] == "0.0.0.0"
-        assert "--restore-latest" in started and "--checkpoint-dir" in started
+        if spec.is_read_replica:  # no writable state: nothing to restore or checkpoint
+            assert "--read-replica" in started and "--checkpoint-dir" not in started
+        else:
+            assert "--restore-latest" in started and "--checkpoint-dir" in started
     assert _env(server)["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
     for probe in (server["readinessProbe"], server["livenessProbe"]):
         if "grpc" in probe:
