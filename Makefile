@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -e ".[dev,test]"
+	$(PIP) install -q -e ".[dev,test,pyg]"
 	touch $(STAMP)
 
 test: install proto-check
