@@ -5,7 +5,8 @@ nodes each hop found that were not in the list yet (in increasing ID order here)
 in-edges of the nodes hop ``k - 1`` added (the seeds for the first hop) only, so every node's edges are
 sampled once; an edge's ``row`` is the local index of its source in its type's list, ``col`` that of its
 destination, and the edges are grouped by hop (``num_sampled_edges``), as PyG's ``trim_to_layer``
-expects. The relabeling reuses the client's ID compaction (:func:`graphstore.client.local_ids.compact_by_type`).
+expects. The relabeling reuses the client's ID compaction
+(:func:`graphstore.client.local_ids.compact_by_type`).
 """
 
 from __future__ import annotations

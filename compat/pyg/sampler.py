@@ -197,8 +197,8 @@ class NeighborSampler(BaseSampler):
 
     def __repr__(self) -> str:
         return (
-            f"NeighborSampler(num_neighbors={self.num_neighbors}, subgraph_type={self.subgraph_type.value!r}, "
-            f"replace={self.replace})"
+            f"NeighborSampler(num_neighbors={self.num_neighbors}, "
+            f"subgraph_type={self.subgraph_type.value!r}, replace={self.replace})"
         )
 
 
