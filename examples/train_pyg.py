@@ -213,7 +213,7 @@ def run_node(args, g, rank: int, world: int, distributed: bool) -> float:
             loss = F.cross_entropy(logits(batch), seed_labels(batch))
             loss.backward()
             optimizer.step()
-            total_loss, batches = total_loss + float(loss), batches + 1
+            total_loss, batches = total_loss + loss.item(), batches + 1
         if rank == 0 and (epoch % 10 == 0 or epoch == args.epochs - 1):
             print(
                 f"epoch {epoch}: loss {total_loss / max(1, batches):.4f}, {batches} batches, "
@@ -281,7 +281,8 @@ def run_link(args, g, rank: int, world: int, distributed: bool) -> float:
     train_loader = LinkLoader(
         (fs, gs),
         link_sampler=sampler,
-        edge_label_index=torch.stack([src[train_edges], dst[train_edges]]),
+        # (edge type, index): PyG's form for remote stores; None is a homogeneous graph's edge type
+        edge_label_index=(None, torch.stack([src[train_edges], dst[train_edges]])),
         neg_sampling=NegativeSampling("binary", amount=1),
         batch_size=args.batch_size,
         shuffle=True,
@@ -304,7 +305,7 @@ def run_link(args, g, rank: int, world: int, distributed: bool) -> float:
             loss = F.binary_cross_entropy_with_logits(scores(batch), batch.edge_label.float())
             loss.backward()
             optimizer.step()
-            total_loss, batches = total_loss + float(loss), batches + 1
+            total_loss, batches = total_loss + loss.item(), batches + 1
         if rank == 0:
             print(
                 f"epoch {epoch}: loss {total_loss / max(1, batches):.4f}, {batches} batches, "
@@ -321,7 +322,7 @@ def run_link(args, g, rank: int, world: int, distributed: bool) -> float:
     eval_loader = LinkLoader(
         (fs, gs),
         link_sampler=NeighborSampler(g, args.eval_fanouts, exclude_edges=excluded),
-        edge_label_index=pairs,
+        edge_label_index=(None, pairs),
         edge_label=labels,
         batch_size=args.batch_size,
     )
