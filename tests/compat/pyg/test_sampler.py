@@ -192,7 +192,7 @@ def test_same_batches_as_pygs_neighbor_loader_in_distribution(homo_graph):
         nodes, edges = np.zeros(5), np.zeros(5)
         for _ in range(20):
             batch = next(iter(loader))
-            n_id, (row, col) = batch.n_id.numpy(), batch.edge_index.numpy()
+            row, col = batch.edge_index.numpy()
             # per seed: distinct 2-hop nodes reached through it, edges of its 2-hop tree
             for s in range(seeds.numel()):
                 hop1 = row[col == s]
