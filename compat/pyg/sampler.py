@@ -149,16 +149,20 @@ class NeighborSampler(BaseSampler):
     def _sample(self, seed, seed_time=None, **kwargs) -> SamplerOutput | HeteroSamplerOutput:
         if seed_time is not None:
             raise ValueError("temporal sampling (seed_time) is not supported by graphstore's NeighborSampler")
-        typed = isinstance(seed, Mapping)
-        if typed and self._homogeneous:
-            seed = seed[next(iter(seed))]
-            typed_input = True
-        else:
-            typed_input = typed
         if isinstance(seed, Mapping):
+            if self._homogeneous:
+                raise ValueError(
+                    f"typed seeds ({{type: IDs}}, input type {list(seed)}) need a typed graph; this graph "
+                    "has one node type: pass the IDs alone (input_nodes=ids, edge_label_index=(None, pairs))"
+                )
             seeds = {t: _as_numpy(ids) for t, ids in seed.items()}
-        else:
+        elif self._homogeneous:
             seeds = {self.graph.ntypes[0]: _as_numpy(seed)}
+        else:
+            raise ValueError(
+                f"seeds without a node type on a typed graph (node types {self.graph.ntypes}): pass "
+                "input_nodes=(ntype, ids), or edge_label_index=(edge_type, pairs)"
+            )
         random_seeds = self._random_seeds(seeds)
         sample = sample_hops(
             seeds,
@@ -167,10 +171,8 @@ class NeighborSampler(BaseSampler):
             self.num_hops,
             lambda hop, frontier: self._sample_hop(frontier, self._fanouts[hop], random_seeds[hop]),
         )
-        if self._homogeneous and not typed_input:
-            return _homogeneous_output(sample, self.graph.ntypes[0], self._canonical[0])
         if self._homogeneous:
-            raise ValueError("typed seeds ({type: IDs}) need a typed graph; pass the IDs alone")
+            return _homogeneous_output(sample, self.graph.ntypes[0], self._canonical[0])
         return _hetero_output(sample)
 
     def _sample_hop(self, frontier: dict[str, np.ndarray], fanout, random_seed):

@@ -145,6 +145,10 @@ def test_options_refused_or_honoured(homo_graph):
     degree = g.in_degrees(seeds)
     counts = np.bincount(replaced.edge_index[1].numpy(), minlength=4)
     assert np.array_equal(counts, np.where(degree.numpy() > 0, 6, 0))
+    with pytest.raises(ValueError, match="typed graph"):
+        NodeLoader((fs, gs), node_sampler=NeighborSampler(g, [2]), input_nodes=("_N", seeds), batch_size=4)(
+            [0, 1]
+        )
     excluded = first(NeighborSampler(g, [-1], exclude_edges=one.e_id))
     assert not set(excluded.e_id.tolist()) & set(one.e_id.tolist())
 
