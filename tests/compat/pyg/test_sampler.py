@@ -121,6 +121,28 @@ def test_link_loader_labels_the_given_pairs_and_negatives(homo_graph):
         assert np.array_equal(batch.n_id.numpy()[row], new["src"][e_id])
 
 
+def test_typed_link_loader_labels_pairs_of_an_edge_type(typed_graph):
+    g, new = typed_graph
+    writes = ("author", "writes", "paper")
+    src, dst = new["edges"][writes]
+    pairs = torch.stack([torch.from_numpy(src[:40]), torch.from_numpy(dst[:40])])
+    loader = LinkLoader(
+        stores(g),
+        link_sampler=NeighborSampler(g, [2, 2]),
+        edge_label_index=(writes, pairs),
+        neg_sampling=NegativeSampling("binary"),
+        batch_size=16,
+    )
+    for batch in loader:
+        store = batch[writes]
+        num_pos = store.input_id.numel()
+        authors = batch["author"].n_id[store.edge_label_index[0]]
+        papers = batch["paper"].n_id[store.edge_label_index[1]]
+        assert torch.equal(authors[:num_pos], pairs[0, store.input_id])
+        assert torch.equal(papers[:num_pos], pairs[1, store.input_id])
+        assert torch.equal(store.edge_label, torch.cat([torch.ones(num_pos), torch.zeros(num_pos)]))
+
+
 def test_options_refused_or_honoured(homo_graph):
     g, _ = homo_graph
     with pytest.raises(ValueError, match="disjoint"):
