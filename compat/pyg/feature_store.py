@@ -160,7 +160,7 @@ class FeatureStore(_PyGFeatureStore):
         existing = self._tensor(attr)
         if existing is not None:
             index = slice(None) if attr.index is None else _index(attr.index, len(existing))
-            existing.write(index, tensor.to(existing.dtype) if tensor.dtype != existing.dtype else tensor)
+            existing.write(index, tensor)
             return True
         if attr.index is not None:
             raise KeyError(
