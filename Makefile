@@ -23,7 +23,7 @@ GPU_PY_VERSION  ?= 3.12
 GPU_PLATFORMS   := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
 GPU_WHEEL_NAMES := grpcio protobuf grpcio-health-checking pymetis cmeel cmeel-metis cmeel-gklib
 
-.PHONY: install test compose-test proto proto-check lint bench bench-dgl demo demo-large clean gpu-wheels gpu-check gpu-check-dry
+.PHONY: install test compose-test proto proto-check lint bench bench-dgl pyg-sparse demo demo-large clean gpu-wheels gpu-check gpu-check-dry
 
 install: $(STAMP)
 	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
@@ -33,7 +33,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -e ".[dev,test]"
+	$(PIP) install -q -e ".[dev,test,pyg]"
 	touch $(STAMP)
 
 test: install proto-check
@@ -63,6 +63,15 @@ bench: install
 # graphstore vs DGL's dgl.distributed, side by side (docs/bench-dgl.md); never part of `make test`.
 bench-dgl: install $(DGL_STAMP)
 	$(PY) bench/dgl/side_by_side.py --dgl-python $(DGL_PY) $(BENCH_DGL_ARGS)
+
+# Opt-in: torch-scatter and torch-sparse, from source (PyPI has no wheels for this torch; pyg-lib has no
+# release there), so that PyG's own in-memory NeighborLoader runs beside graphstore.compat.pyg
+# (bench/pyg_loader.py's pyg_in_memory, and the test comparing the batches with it). C++ builds against
+# the venv's torch: torch-sparse alone took 50 minutes here with MAX_JOBS=1 on 2 busy cores.
+pyg-sparse: install
+	$(PIP) install -q scipy
+	MAX_JOBS=$${MAX_JOBS:-2} $(PIP) install --no-build-isolation --no-deps torch-scatter torch-sparse==0.6.18
+	$(PY) -c "import torch_geometric.typing as t; assert t.WITH_TORCH_SPARSE, 'torch_sparse did not load'"
 
 $(DGL_STAMP):
 	test -x $(DGL_PY) || $(PYTHON) -m venv $(DGL_VENV)
