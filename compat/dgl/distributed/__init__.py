@@ -14,12 +14,17 @@ from __future__ import annotations
 from graphstore.client import api as _api
 from graphstore.client import split as _split
 from graphstore.client.dist_embedding import DistEmbedding
-from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.dataloading import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.compat.dgl.distributed import optim
 from graphstore.compat.dgl.distributed.dist_graph import DistGraph
 from graphstore.compat.dgl.distributed.dist_tensor import DistTensor
-from graphstore.compat.dgl.distributed.graph_services import find_edges, in_subgraph, sample_neighbors
+from graphstore.compat.dgl.distributed.graph_services import (
+    find_edges,
+    in_subgraph,
+    sample_etype_neighbors,
+    sample_neighbors,
+)
+from graphstore.compat.dgl.distributed.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.distributed.partition import (
     load_partition,
     load_partition_book,
@@ -158,5 +163,6 @@ __all__ = [
     "node_split",
     "optim",
     "partition_graph",
+    "sample_etype_neighbors",
     "sample_neighbors",
 ]

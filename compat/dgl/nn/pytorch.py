@@ -88,7 +88,16 @@ class RelGraphConv(_rel.RelGraphConv):
         layer_norm: bool = False,
     ):
         super().__init__(
-            in_feat, out_feat, num_rels, regularizer, num_bases, bias, activation, self_loop, dropout, layer_norm
+            in_feat,
+            out_feat,
+            num_rels,
+            regularizer,
+            num_bases,
+            bias,
+            activation,
+            self_loop,
+            dropout,
+            layer_norm,
         )
 
     def forward(self, g, feat, etypes, norm: torch.Tensor | None = None, *, presorted: bool = False):
