@@ -47,7 +47,14 @@ class DistSparseGradOptimizer(abc.ABC):  # noqa: B024 - DGL's interface; the opt
 
 
 class _DglNames:
-    """DGL's parameter names of ``save`` / ``load`` on the optimizers."""
+    """DGL's parameter names of ``save`` / ``load``, and DGL's ``zero_grad``, on the optimizers."""
+
+    def zero_grad(self):
+        """Clear the gradients of the recorded rows, keeping the lookups (DGL's meaning: its scripts call
+        ``zero_grad()`` between the forward pass and ``backward()``); ``step()`` forgets the lookups."""
+        for emb in self._params:
+            for _, rows in emb.trace:
+                rows.grad = None
 
     def save(self, f):
         """Save the tables' optimizer state to the file ``f`` (see ``graphstore.client.optim``)."""
