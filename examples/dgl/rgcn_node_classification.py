@@ -32,7 +32,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import graphstore.compat.dgl as dgl
-from graphstore.compat.dgl import DGLGraph, nn as dglnn
+from graphstore.compat.dgl import DGLGraph
+from graphstore.compat.dgl import nn as dglnn
 
 
 class RelGraphConvLayer(nn.Module):
@@ -58,7 +59,10 @@ class RelGraphConvLayer(nn.Module):
     def forward(self, g: DGLGraph, inputs):
         g = g.local_var()
         weight = self.basis()
-        wdict = {rel: {"weight": w.squeeze(0)} for rel, w in zip(self.rel_names, th.split(weight, 1, dim=0))}
+        wdict = {
+            rel: {"weight": w.squeeze(0)}
+            for rel, w in zip(self.rel_names, th.split(weight, 1, dim=0), strict=True)
+        }
         if g.is_block:
             inputs_dst = {k: v[: g.number_of_dst_nodes(k)] for k, v in inputs.items()}
         else:
@@ -92,7 +96,7 @@ class EntityClassify(nn.Module):
 
     def forward(self, blocks, feats):
         h = feats
-        for layer, block in zip(self.layers, blocks):
+        for layer, block in zip(self.layers, blocks, strict=True):
             h = layer(block, h)
         return h
 
@@ -238,7 +242,8 @@ def run(args, g, data):
             if step % args.log_every == 0:
                 acc = (logits.argmax(1) == label).float().mean().item()
                 print(
-                    f"[{g.rank()}] Epoch {epoch:03d} | Step {step:04d} | Loss {loss.item():.4f} | Train acc {acc:.4f}"
+                    f"[{g.rank()}] Epoch {epoch:03d} | Step {step:04d} | Loss {loss.item():.4f} | "
+                    f"Train acc {acc:.4f}"
                 )
         epoch_times.append(time.time() - tic)
         print(f"[{g.rank()}] Epoch Time(s): {epoch_times[-1]:.4f}")
@@ -272,7 +277,8 @@ def main(args):
     all_test_nid = th.nonzero(paper["test_mask"][all_papers], as_tuple=True)[0]
     num_classes = int(labels.max()) + 1
     print(
-        f"rank {g.rank()}: train {len(train_nid)}, val {len(val_nid)}, test {len(test_nid)}, classes {num_classes}"
+        f"rank {g.rank()}: train {len(train_nid)}, val {len(val_nid)}, test {len(test_nid)}, "
+        f"classes {num_classes}"
     )
     result = run(args, g, (num_classes, train_nid, val_nid, test_nid, labels, all_val_nid, all_test_nid))
     if g.rank() == 0:
