@@ -62,8 +62,9 @@ class HeteroSAGE(nn.Module):
 
 
 def score(pair_graph, h, etype):
+    """``u_dot_v`` of the pairs' representations (unit length, so that the scores start small)."""
     with pair_graph.local_scope():
-        pair_graph.ndata["h"] = h
+        pair_graph.ndata["h"] = {t: F.normalize(x, dim=-1) * 4 for t, x in h.items()}
         pair_graph.apply_edges(fn.u_dot_v("h", "h", "score"), etype=etype)
         return pair_graph.edges[etype].data["score"].reshape(-1)
 
@@ -181,12 +182,12 @@ if __name__ == "__main__":
     parser.add_argument("--etype", type=str, default="writes")
     parser.add_argument("--feat_name", type=str, default="feat")
     parser.add_argument("--heldout", type=float, default=0.1)
-    parser.add_argument("--num_epochs", type=int, default=2)
+    parser.add_argument("--num_epochs", type=int, default=3)
     parser.add_argument("--n_hidden", type=int, default=32)
     parser.add_argument("--fan_out", type=str, default="5,5")
     parser.add_argument("--batch_size", type=int, default=512)
     parser.add_argument("--num_negs", type=int, default=2)
-    parser.add_argument("--lr", type=float, default=0.005)
+    parser.add_argument("--lr", type=float, default=0.01)
     parser.add_argument("--log_every", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=str, default="")
