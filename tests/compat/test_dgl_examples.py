@@ -99,16 +99,16 @@ def test_rgcn_learns_beyond_chance(mag):
         mag,
         "rgcn_node_classification.py",
         "--num_epochs",
-        "3",
+        "4",
         "--fan_out",
         "4,4",
         "--n_hidden",
         "16",
         "--batch_size",
-        "128",
+        "64",
     )
-    assert len(result["epoch_times"]) == 3 and result["trainers"] == 1
-    assert result["test_acc"] > 0.1, result  # 64 classes: chance is under 0.02
+    assert len(result["epoch_times"]) == 4 and result["trainers"] == 1
+    assert result["test_acc"] > 0.4, result  # 4 classes: chance is 0.25
 
 
 def test_typed_link_prediction_runs(mag):
