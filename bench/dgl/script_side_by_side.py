@@ -14,7 +14,8 @@ Both systems read the same ``graphstore generate --schema mag`` graph: graphstor
 the same arrays, the paper data in ``ndata``). Both run in DGL's standalone mode (one partition, one
 trainer, ``DGL_DIST_MODE=standalone``). The systems alternate (graphstore first in odd runs) for
 ``--runs`` runs; the figure is the median over runs of each run's median epoch time (the first epoch,
-a warm-up, left out), their ratio (DGL / graphstore: above 1 means graphstore is faster), and the test
+a warm-up, left out), their ratio (DGL / graphstore: above 1 means graphstore is faster), the same for
+each run's fastest epoch (the figure least disturbed by other work on a shared machine), and the test
 accuracy of each run; ``--mlp`` adds the features-only baseline (the same script, ``--model mlp``, on
 graphstore).
 
@@ -176,6 +177,8 @@ def run_one(system: str, args, workdir: Path, config: Path, script: Path, model:
     result = json.loads(out.read_text())
     result["wall_s"] = time.perf_counter() - start
     result["median_epoch_s"] = statistics.median(result["epoch_times"][1:] or result["epoch_times"])
+    # The fastest epoch: the least disturbed by other work on a shared machine.
+    result["min_epoch_s"] = min(result["epoch_times"][1:] or result["epoch_times"])
     return result
 
 
@@ -215,7 +218,8 @@ def main(argv=None) -> int:
             result = run_one(system, args, workdir, configs[system], scripts[system])
             runs[system].append(result)
             print(
-                f"run {run} {system}: median epoch {result['median_epoch_s']:.2f}s, epochs "
+                f"run {run} {system}: median epoch {result['median_epoch_s']:.2f}s, fastest "
+                f"{result['min_epoch_s']:.2f}s, epochs "
                 f"{[round(t, 2) for t in result['epoch_times']]}, test acc {result['test_acc']:.4f}",
                 flush=True,
             )
@@ -223,6 +227,7 @@ def main(argv=None) -> int:
     for system in runs:
         report[system] = {
             "median_epoch_s": statistics.median(r["median_epoch_s"] for r in runs[system]),
+            "fastest_epoch_s": min(r["min_epoch_s"] for r in runs[system]),
             "test_acc": [round(r["test_acc"], 4) for r in runs[system]],
             "median_test_acc": statistics.median(r["test_acc"] for r in runs[system]),
         }
@@ -231,6 +236,13 @@ def main(argv=None) -> int:
         for g, d in zip(runs["graphstore"], runs["dgl"], strict=True)
     ]
     report["epoch_time_ratio_dgl_over_graphstore"] = {"median": statistics.median(ratios), "runs": ratios}
+    fastest = [
+        d["min_epoch_s"] / g["min_epoch_s"] for g, d in zip(runs["graphstore"], runs["dgl"], strict=True)
+    ]
+    report["fastest_epoch_ratio_dgl_over_graphstore"] = {
+        "median": statistics.median(fastest),
+        "runs": fastest,
+    }
     if args.mlp:
         mlp = run_one("graphstore", args, workdir, gs_config, SCRIPT, model="mlp")
         report["mlp_test_acc_graphstore"] = mlp["test_acc"]
