@@ -24,6 +24,7 @@ import torch
 
 from graphstore.client.constants import EID, NID
 from graphstore.client.frontier import SampledSubgraph, as_tensor
+from graphstore.client.graph_members import BlockMembers
 from graphstore.client.graph_ops import GraphOps
 from graphstore.client.local_ids import compact_by_type, compact_ids
 from graphstore.client.relation_graph import DeviceCopies, RelationGraph, map_frames
@@ -43,7 +44,7 @@ class Adj(NamedTuple):
     size: tuple[int, int]
 
 
-class Block(RelationGraph, GraphOps, DeviceCopies):
+class Block(RelationGraph, GraphOps, DeviceCopies, BlockMembers):
     """A bipartite message-flow graph for one GNN layer, with compact local node IDs per type.
 
     Source nodes of each type are ``0..num_src_nodes(ntype)-1``; the first ``num_dst_nodes(ntype)`` of

@@ -89,11 +89,11 @@ class DistEmbedding:
         """The partition policy of the rows."""
         return self.weight.part_policy
 
-    def __call__(self, ids, device=None) -> torch.Tensor:
-        """Rows for ``ids`` on ``device``; recorded for the optimizer when autograd is on.
+    def __call__(self, idx, device=None) -> torch.Tensor:
+        """Rows for ``idx`` on ``device``; recorded for the optimizer when autograd is on.
 
         Args:
-            ids: int tensor / array / list of row IDs (duplicates allowed).
+            idx: int tensor / array / list of row IDs (duplicates allowed).
             device: where to put the rows (default: CPU).
 
         Returns:
@@ -103,7 +103,7 @@ class DistEmbedding:
             IndexError: an ID out of range.
             TypeError: a float index.
         """
-        ids_np = normalize_index(ids, self.num_embeddings, what=f"ids of DistEmbedding {self.name!r}")
+        ids_np = normalize_index(idx, self.num_embeddings, what=f"ids of DistEmbedding {self.name!r}")
         rows = self.weight.read(ids_np)
         if device is not None:
             rows = rows.to(device)
@@ -130,11 +130,42 @@ class DistEmbedding:
         self.trace = []
         self._warned = False
 
+    def __reduce__(self):
+        """Pickling (``torch.save``) writes the table's name and shape, not its rows or optimizer state,
+        as DGL does; unpickling in a process connected to the same graph attaches to the table of that
+        name (see :func:`attach_pickled_embedding`)."""
+        return attach_pickled_embedding, (type(self), self.weight)
+
+    @classmethod
+    def _attached(cls, weight: DistTensor) -> DistEmbedding:
+        """An embedding over an existing table (never creates nor deletes it)."""
+        emb = cls.__new__(cls)
+        emb.weight = weight
+        emb.num_embeddings, emb.embedding_dim = int(weight.shape[0]), int(weight.shape[1])
+        emb.trace = []
+        emb._trace_warn_calls = DEFAULT_TRACE_WARN_CALLS
+        emb._warned = False
+        return emb
+
     def __repr__(self) -> str:
         return (
             f"DistEmbedding(name={self.name!r}, num_embeddings={self.num_embeddings}, "
             f"embedding_dim={self.embedding_dim}, dtype={self.weight.dtype})"
         )
+
+
+def attach_pickled_embedding(cls: type, weight: DistTensor) -> DistEmbedding:
+    """A pickled DistEmbedding (``torch.load``): the table of that name on the connected graph.
+
+    Args:
+        cls: the class that was pickled.
+        weight: its rows' DistTensor, itself unpickled by name (see
+            :func:`graphstore.client.dist_tensor.attach_pickled`).
+
+    Raises:
+        RuntimeError, KeyError, ValueError: as :func:`~graphstore.client.dist_tensor.attach_pickled`.
+    """
+    return cls._attached(weight)
 
 
 def _autocast_dtype(device_type: str) -> torch.dtype | None:

@@ -207,6 +207,12 @@ class DistTensor:
     def __len__(self) -> int:
         return self._shape[0]
 
+    def __reduce__(self):
+        """Pickling (``torch.save``) writes the tensor's name, shape and dtype, not its rows, as DGL does;
+        unpickling in a process connected to the same graph attaches to the tensor of that name (a
+        handle that never deletes it). See :func:`attach_pickled`."""
+        return attach_pickled, (type(self), self._name, self._shape, self._dtype_name)
+
     def __repr__(self) -> str:
         return (
             f"DistTensor(name={self._name!r}, shape={self._shape}, dtype={self._torch_dtype}, "
@@ -394,6 +400,32 @@ class DistTensor:
             self._finalizer = None
         self._ctx.unregister_owned(self._name)
         return self._ctx.delete_everywhere(self._name)
+
+
+def attach_pickled(cls: type, name: str, shape: tuple, dtype_name: str) -> DistTensor:
+    """A pickled DistTensor (``torch.load`` / ``pickle.loads``): a handle on the tensor ``name`` of the
+    graph this process is connected to.
+
+    Args:
+        cls: the class that was pickled (a subclass keeps its type).
+        name, shape, dtype_name: what was pickled.
+
+    Returns:
+        The handle (it reads and writes the rows; it never deletes the tensor).
+
+    Raises:
+        RuntimeError: no client context (call ``initialize()`` / open the DistGraph before loading).
+        KeyError: no tensor of that name on the cluster (a non-persistent tensor is deleted when its
+            creator releases it).
+        ValueError: a tensor of that name with another shape or dtype.
+    """
+    tensor = cls.attach(name)
+    if tensor.shape != tuple(shape) or tensor._dtype_name != dtype_name:
+        raise ValueError(
+            f"the pickled DistTensor {name!r} was {tuple(shape)} {dtype_name}; the cluster's is "
+            f"{tensor.shape} {tensor._dtype_name}"
+        )
+    return tensor
 
 
 def _release(ctx: ClientContext, name: str) -> None:

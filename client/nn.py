@@ -376,6 +376,10 @@ class GATConv(nn.Module):
         if self.bias is not None:
             nn.init.zeros_(self.bias)
 
+    def set_allow_zero_in_degree(self, set_value: bool) -> None:
+        """Allow (or not) destination nodes without in-edges (``HeteroGraphConv`` allows them)."""
+        self._allow_zero_in_degree = bool(set_value)
+
     def forward(self, graph, feat, edge_weight: torch.Tensor | None = None, get_attention: bool = False):
         """Compute the destination nodes' new features.
 

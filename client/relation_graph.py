@@ -32,10 +32,11 @@ class DeviceCopies:
     subclass makes in :meth:`_map_tensors`, so that its frames and the views that share them stay
     shared."""
 
-    def to(self, device, non_blocking: bool = False):
-        """A copy of the graph (structure and every data tensor) on ``device``."""
+    def to(self, device, non_blocking: bool = False, **kwargs):
+        """A copy of the graph (structure and every data tensor) on ``device`` (``kwargs`` go to each
+        tensor's ``to``, as in DGL)."""
         device = torch.device(device)
-        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=non_blocking))
+        return self._map_tensors(lambda tensor: tensor.to(device, non_blocking=non_blocking, **kwargs))
 
     def pin_memory(self):
         """A copy whose host tensors are in pinned (page-locked) memory, for non-blocking copies to a GPU

@@ -103,25 +103,25 @@ class PartitionPolicy:
     def _type_arg(self):
         return None if self._policy in (NODE, EDGE) else self._type_name
 
-    def to_local(self, ids: Any):
-        """Offsets, inside this policy's partition, of IDs it owns.
+    def to_local(self, id_tensor: Any):
+        """Offsets, inside this policy's partition, of IDs it owns (DGL's parameter name).
 
         Raises:
             IndexError: an ID this partition does not own.
         """
         if self._kind == NODE:
-            return self._book.nid2localnid(ids, self.part_id, self._type_arg())
-        return self._book.eid2localeid(ids, self.part_id, self._type_arg())
+            return self._book.nid2localnid(id_tensor, self.part_id, self._type_arg())
+        return self._book.eid2localeid(id_tensor, self.part_id, self._type_arg())
 
-    def to_partid(self, ids: Any):
-        """Owning partition of each ID.
+    def to_partid(self, id_tensor: Any):
+        """Owning partition of each ID (DGL's parameter name).
 
         Raises:
             IndexError: an ID outside the ID space.
         """
         if self._kind == NODE:
-            return self._book.nid2partid(ids, self._type_arg())
-        return self._book.eid2partid(ids, self._type_arg())
+            return self._book.nid2partid(id_tensor, self._type_arg())
+        return self._book.eid2partid(id_tensor, self._type_arg())
 
     def get_part_size(self) -> int:
         """Number of rows owned by this policy's partition."""

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 import torch
 
 from graphstore.client.constants import EID, NID
+from graphstore.client.graph_members import PairGraphMembers
 from graphstore.client.graph_ops import GraphOps
 from graphstore.client.relation_graph import DeviceCopies, RelationGraph, map_frames
 from graphstore.client.typed_frames import Frame, TypeFrames, data_view, ntype_resolver
@@ -15,7 +16,7 @@ from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_NTYPE, CanonicalEt
 _HOMOGENEOUS = GraphSchema()
 
 
-class PairGraph(RelationGraph, GraphOps, DeviceCopies):
+class PairGraph(RelationGraph, GraphOps, DeviceCopies, PairGraphMembers):
     """The edges of a link-prediction batch (positive or negative pairs) over compact node IDs.
 
     Its nodes are the batch's seed nodes (the output nodes of the blocks, same order, per type):

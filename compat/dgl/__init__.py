@@ -15,16 +15,32 @@ What it provides (DGL 2.4's names and signatures; docs/compat.md lists every pub
   ``DistNodeDataLoader``, ``DistEdgeDataLoader``, ``negative_sampler.Uniform``;
 - :mod:`.function`: the message and reduce built-ins (``copy_u``, ``u_dot_v``, ``sum``, ...) that
   blocks and pair graphs run in ``update_all`` / ``apply_edges``;
-- :mod:`.nn` / :mod:`.nn.pytorch`: ``SAGEConv``, ``GATConv``, ``GraphConv``;
+- :mod:`.nn` / :mod:`.nn.pytorch`: ``SAGEConv``, ``GATConv``, ``GraphConv``, ``HeteroGraphConv``,
+  ``RelGraphConv``, ``WeightBasis``, ``TypedLinear``, ``HeteroLinear``, ``HeteroEmbedding``;
+- ``DGLGraph`` / ``DGLHeteroGraph`` / ``DGLBlock``: the types of blocks and pair graphs;
 - ``NID`` / ``EID`` (``'_ID'``), ``to_block``.
 """
 
 from graphstore.client.block import to_block
 from graphstore.client.constants import EID, NID
 from graphstore.compat.dgl import dataloading, distributed, function, nn
+from graphstore.compat.dgl.graph import DGLBlock, DGLGraph, DGLHeteroGraph
 
 # DGL keeps the type of each node / edge of a heterogeneous subgraph under this key.
 NTYPE = "_TYPE"
 ETYPE = "_TYPE"
 
-__all__ = ["EID", "ETYPE", "NID", "NTYPE", "dataloading", "distributed", "function", "nn", "to_block"]
+__all__ = [
+    "EID",
+    "ETYPE",
+    "NID",
+    "NTYPE",
+    "DGLBlock",
+    "DGLGraph",
+    "DGLHeteroGraph",
+    "dataloading",
+    "distributed",
+    "function",
+    "nn",
+    "to_block",
+]

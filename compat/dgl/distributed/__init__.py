@@ -11,15 +11,22 @@ lists every name).
 
 from __future__ import annotations
 
+import os
+
 from graphstore.client import api as _api
 from graphstore.client import split as _split
 from graphstore.client.dist_embedding import DistEmbedding
-from graphstore.client.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.dataloading import DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader
 from graphstore.compat.dgl.distributed import optim
 from graphstore.compat.dgl.distributed.dist_graph import DistGraph
 from graphstore.compat.dgl.distributed.dist_tensor import DistTensor
-from graphstore.compat.dgl.distributed.graph_services import find_edges, in_subgraph, sample_neighbors
+from graphstore.compat.dgl.distributed.graph_services import (
+    find_edges,
+    in_subgraph,
+    sample_etype_neighbors,
+    sample_neighbors,
+)
+from graphstore.compat.dgl.distributed.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.distributed.partition import (
     load_partition,
     load_partition_book,
@@ -60,7 +67,8 @@ def initialize(
             ``part_config``).
 
     Returns:
-        The client context.
+        The client context; None in DGL's standalone mode (``DGL_DIST_MODE=standalone``, as DGL: the
+        DistGraph then opens its one partition in-process from ``part_config``).
 
     Raises:
         NotImplementedError: ``use_graphbolt=True``.
@@ -68,6 +76,9 @@ def initialize(
         FileNotFoundError: a missing ``ip_config`` without a launched cluster.
         graphstore.errors.ServerUnavailableError: a server that does not answer in time.
     """
+    if os.environ.get("DGL_DIST_MODE") == "standalone" and not os.environ.get("GRAPHSTORE_CONFIG"):
+        _api._check_dgl_options({"use_graphbolt": use_graphbolt})
+        return None
     return _api.initialize(
         ip_config,
         max_queue_size=None if max_queue_size == MAX_QUEUE_SIZE else max_queue_size,
@@ -158,5 +169,6 @@ __all__ = [
     "node_split",
     "optim",
     "partition_graph",
+    "sample_etype_neighbors",
     "sample_neighbors",
 ]

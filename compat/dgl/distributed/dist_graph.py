@@ -4,7 +4,7 @@ types where they differ (a partition book whose ID methods return tensors) and D
 from __future__ import annotations
 
 from graphstore.client.dist_graph import DistGraph as _NativeDistGraph
-from graphstore.compat.dgl.distributed.graph_services import sample_neighbors
+from graphstore.compat.dgl.distributed.graph_services import edge_subgraph, sample_neighbors
 from graphstore.compat.dgl.distributed.partition_book import RangePartitionBook
 
 
@@ -14,6 +14,11 @@ class DistGraph(_NativeDistGraph):
     def get_partition_book(self) -> RangePartitionBook:
         """The partition book, DGL-style (ID methods return int64 tensors)."""
         return RangePartitionBook.of(super().get_partition_book())
+
+    def out_degrees(self, u=None, etype=None):
+        """Out-degrees of all nodes (None) or of ``u`` (DGL's parameter name); see
+        :meth:`graphstore.client.DistGraph.out_degrees`."""
+        return super().out_degrees(u, etype)
 
     def is_pinned(self) -> bool:
         """Whether the graph's structure is in page-locked memory: never (it is on the servers)."""
@@ -33,8 +38,41 @@ class DistGraph(_NativeDistGraph):
         """Sample up to ``fanout`` edges of each seed; see
         :func:`graphstore.compat.dgl.distributed.sample_neighbors`."""
         return sample_neighbors(
-            self, seed_nodes, fanout, edge_dir, prob, exclude_edges, replace, etype_sorted, output_device
+            self,
+            seed_nodes,
+            fanout,
+            edge_dir,
+            prob,
+            exclude_edges,
+            replace,
+            etype_sorted=etype_sorted,
+            output_device=output_device,
         )
+
+    def edge_subgraph(self, edges, relabel_nodes: bool = True, store_ids: bool = True):
+        """The subgraph of the given edges (only those edges are read from the servers); see
+        :func:`graphstore.compat.dgl.distributed.graph_services.edge_subgraph`."""
+        return edge_subgraph(self, edges, relabel_nodes, store_ids)
+
+    @property
+    def _client(self) -> _KVClient:
+        """DGL's key-value client of the graph, which DGL's own examples reach for to call ``barrier()``."""
+        return _KVClient(self)
+
+
+class _KVClient:
+    """What scripts use of DGL's ``DistGraph._client``: ``barrier()`` (every trainer of the job).
+
+    Args:
+        graph: the DistGraph.
+    """
+
+    def __init__(self, graph: DistGraph):
+        self._graph = graph
+
+    def barrier(self) -> None:
+        """Wait until every trainer of the job reaches this barrier (``DistGraph.barrier``)."""
+        self._graph.barrier()
 
 
 __all__ = ["DistGraph"]

@@ -45,6 +45,14 @@ class DistTensor(_NativeDistTensor):
             )
         super().__init__(shape, dtype, name, init_func, part_policy, persistent)
 
+    def __getitem__(self, idx) -> torch.Tensor:
+        """The rows of ``idx`` (DGL's parameter name); see :meth:`graphstore.client.DistTensor.read`."""
+        return super().__getitem__(idx)
+
+    def __setitem__(self, idx, val) -> None:
+        """Write ``val`` into the rows of ``idx`` (DGL's parameter names)."""
+        super().__setitem__(idx, val)
+
     def count_nonzero(self) -> int:
         """Number of nonzero elements (DGL's meaning; the native method counts rows)."""
         return self.count_in_chunks(np.count_nonzero)

@@ -9,6 +9,7 @@ namespace returns one (:meth:`RangePartitionBook.of` turns a native book into on
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Mapping
 
 import numpy as np
@@ -49,7 +50,97 @@ def _canonical(etype, ntypes: list[str]) -> tuple[str, str, str]:
     )
 
 
-class RangePartitionBook(_NativeBook):
+class GraphPartitionBook(abc.ABC):  # noqa: B024 - DGL's interface; every member is overridden
+    """DGL's ``GraphPartitionBook``: the interface of partition books (``isinstance(book,
+    GraphPartitionBook)`` holds for the books of :meth:`DistGraph.get_partition_book`, which are
+    :class:`RangePartitionBook`). Its members, with DGL's signatures, are implemented there."""
+
+    def _interface(self, name: str):
+        raise NotImplementedError(f"GraphPartitionBook.{name} is implemented by RangePartitionBook")
+
+    def shared_memory(self, graph_name):
+        """Not supported (see :meth:`RangePartitionBook.shared_memory`)."""
+        raise NotImplementedError("shared_memory() is not supported: trainers get the book from the servers")
+
+    def num_partitions(self):
+        """Number of partitions."""
+        return self._interface("num_partitions")
+
+    def metadata(self):
+        """Per partition: ``machine_id``, ``num_nodes``, ``num_edges``."""
+        return self._interface("metadata")
+
+    def nid2partid(self, nids, ntype):
+        """Owning partition of each node ID."""
+        return self._interface("nid2partid")
+
+    def eid2partid(self, eids, etype):
+        """Owning partition of each edge ID."""
+        return self._interface("eid2partid")
+
+    def partid2nids(self, partid, ntype):
+        """Node IDs a partition owns."""
+        return self._interface("partid2nids")
+
+    def partid2eids(self, partid, etype):
+        """Edge IDs a partition owns."""
+        return self._interface("partid2eids")
+
+    def nid2localnid(self, nids, partid, ntype):
+        """Offsets of node IDs in their partition."""
+        return self._interface("nid2localnid")
+
+    def eid2localeid(self, eids, partid, etype):
+        """Offsets of edge IDs in their partition."""
+        return self._interface("eid2localeid")
+
+    @property
+    def partid(self):
+        """The partition the book is used from."""
+        return self._interface("partid")
+
+    @property
+    def ntypes(self):
+        """Node types."""
+        return self._interface("ntypes")
+
+    @property
+    def etypes(self):
+        """Edge types."""
+        return self._interface("etypes")
+
+    @property
+    def canonical_etypes(self):
+        """Canonical edge types."""
+        return self._interface("canonical_etypes")
+
+    def to_canonical_etype(self, etype):
+        """The canonical type of an edge type."""
+        return self._interface("to_canonical_etype")
+
+    @property
+    def is_homogeneous(self):
+        """One node type and one edge type."""
+        return self._interface("is_homogeneous")
+
+    def map_to_per_ntype(self, ids):
+        """``(type IDs, per-type IDs)`` of homogeneous node IDs."""
+        return self._interface("map_to_per_ntype")
+
+    def map_to_per_etype(self, ids):
+        """``(type IDs, per-type IDs)`` of homogeneous edge IDs."""
+        return self._interface("map_to_per_etype")
+
+    def map_to_homo_nid(self, ids, ntype):
+        """Homogeneous IDs of per-type node IDs."""
+        return self._interface("map_to_homo_nid")
+
+    def map_to_homo_eid(self, ids, etype):
+        """Homogeneous IDs of per-type edge IDs."""
+        return self._interface("map_to_homo_eid")
+
+
+class RangePartitionBook(_NativeBook, GraphPartitionBook):
     """DGL's ``RangePartitionBook(part_id, num_parts, node_map, edge_map, ntypes, etypes)``.
 
     Args:
@@ -183,9 +274,6 @@ class RangePartitionBook(_NativeBook):
             "RangePartitionBook.shared_memory() is not supported: every trainer gets the partition book "
             "from the servers when it connects"
         )
-
-
-GraphPartitionBook = RangePartitionBook
 
 
 class NodePartitionPolicy(PartitionPolicy):

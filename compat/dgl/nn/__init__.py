@@ -1,6 +1,28 @@
-"""``dgl.nn``: the GNN layers over sampled blocks (PyTorch backend, as ``dgl.nn`` re-exports it)."""
+"""``dgl.nn``: the GNN layers over blocks, typed blocks and pair graphs (PyTorch backend, as ``dgl.nn``
+re-exports it); see :mod:`graphstore.compat.dgl.nn.pytorch`."""
 
 from graphstore.compat.dgl.nn import pytorch
-from graphstore.compat.dgl.nn.pytorch import GATConv, GraphConv, SAGEConv
+from graphstore.compat.dgl.nn.pytorch import (
+    GATConv,
+    GraphConv,
+    HeteroEmbedding,
+    HeteroGraphConv,
+    HeteroLinear,
+    RelGraphConv,
+    SAGEConv,
+    TypedLinear,
+    WeightBasis,
+)
 
-__all__ = ["GATConv", "GraphConv", "SAGEConv", "pytorch"]
+__all__ = [
+    "GATConv",
+    "GraphConv",
+    "HeteroEmbedding",
+    "HeteroGraphConv",
+    "HeteroLinear",
+    "RelGraphConv",
+    "SAGEConv",
+    "TypedLinear",
+    "WeightBasis",
+    "pytorch",
+]
