@@ -94,6 +94,70 @@ def split_ids(
     return unique_ids[owner == rank]
 
 
+def split_by_trainer_ids(
+    ids: np.ndarray, bounds: np.ndarray, rank: int, world_size: int, trainer_ids: np.ndarray
+) -> np.ndarray:
+    """DGL's split of a partition's share among its trainers by the nodes' trainer IDs.
+
+    The partitions first take even shares of ``ids``, locality first (``force_even``). A partition's
+    ``world_size // num_parts`` trainers then split its share: the IDs whose trainer ID names this
+    partition, ordered by their local trainer (``trainer_id % per_part``), are cut into even runs,
+    and so are the share's other IDs; the rank takes its run of each. With trainer IDs for more
+    trainers than run now (a multiple of ``world_size``), consecutive trainer IDs are merged first.
+
+    Args:
+        ids: 1-D int64 global IDs; duplicates are dropped.
+        bounds: ``num_parts + 1`` range boundaries.
+        rank: this trainer's rank.
+        world_size: number of trainers: at most the number of partitions (the trainer IDs are then
+            not needed) or a multiple of it.
+        trainer_ids: the trainer ID of every ID in ``[0, bounds[-1])`` (``part_id * N + local``).
+
+    Returns:
+        Sorted int64 IDs for ``rank``.
+
+    Raises:
+        ValueError: a bad rank, ``world_size`` not a multiple of the partitions, trainer IDs of the
+            wrong length or for a trainer count that is not a multiple of ``world_size``.
+    """
+    _check_rank(rank, world_size)
+    bounds = np.asarray(bounds, dtype=np.int64)
+    num_parts = len(bounds) - 1
+    if world_size <= num_parts:  # no partition has several trainers: the trainer IDs change nothing
+        return split_ids(ids, bounds, rank, world_size, force_even=True)
+    if world_size % num_parts:
+        raise ValueError(
+            f"splitting by trainer IDs needs a world_size that is a multiple of the {num_parts} partitions, "
+            f"got {world_size}"
+        )
+    trainer_ids = np.asarray(trainer_ids, dtype=np.int64).reshape(-1)
+    if trainer_ids.size != int(bounds[-1]):
+        raise ValueError(f"trainer IDs have {trainer_ids.size} entries but there are {int(bounds[-1])} IDs")
+    per_part = world_size // num_parts
+    unique_ids, part_owner = assign_owners(ids, bounds, num_parts, force_even=True)
+    part_id = rank // per_part
+    share = unique_ids[part_owner == part_id]
+    if per_part == 1:
+        return share
+    trainers = trainer_ids[share]
+    num_trainers = int(trainer_ids.max()) + 1 if trainer_ids.size else 0
+    if num_trainers > world_size:
+        if num_trainers % world_size:
+            raise ValueError(
+                f"trainer IDs name {num_trainers} trainers, not a multiple of world_size {world_size}"
+            )
+        trainers = trainers // (num_trainers // world_size)
+    own = trainers // per_part == part_id
+    local = share[own][np.argsort(trainers[own] % per_part, kind="stable")]
+    other = share[~own]
+    slot = rank % per_part
+    picked = []
+    for group in (local, other):
+        ends = np.concatenate(([0], np.cumsum(even_sizes(group.size, per_part))))
+        picked.append(group[ends[slot] : ends[slot + 1]])
+    return np.sort(np.concatenate(picked))
+
+
 def assign_owners(
     ids: np.ndarray, bounds: np.ndarray, world_size: int, force_even: bool = True
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -140,6 +204,7 @@ def node_split(
     force_even: bool = True,
     *,
     world_size: int | None = None,
+    trainer_ids=None,
 ):
     """The training nodes this trainer takes.
 
@@ -153,6 +218,10 @@ def node_split(
         force_even: every rank gets the same count, plus or minus one.
         world_size: number of trainers; default: the trainer group's size (torch.distributed, else
             WORLD_SIZE, else 1).
+        trainer_ids: with ``force_even``, each node's trainer (e.g. ``g.ndata['trainer_id']`` of a graph
+            partitioned with ``num_trainers_per_machine``): a partition's trainers split its share by
+            them (:func:`split_by_trainer_ids`, DGL's ``node_trainer_ids``); ignored without
+            ``force_even``, as in DGL.
 
     Returns:
         A sorted int64 torch tensor of node IDs (per-type IDs for a node type).
@@ -163,7 +232,9 @@ def node_split(
         IndexError: a node ID out of range.
         TypeError: a float array.
     """
-    return _split(nodes, partition_book, "node", ntype, DEFAULT_NTYPE, rank, force_even, world_size)
+    return _split(
+        nodes, partition_book, "node", ntype, DEFAULT_NTYPE, rank, force_even, world_size, trainer_ids
+    )
 
 
 def edge_split(
@@ -174,6 +245,7 @@ def edge_split(
     force_even: bool = True,
     *,
     world_size: int | None = None,
+    trainer_ids=None,
 ):
     """The training edges this trainer takes; the same rules as :func:`node_split` over edge IDs.
 
@@ -181,7 +253,7 @@ def edge_split(
         edges: a boolean mask over all edges, or an array of edge IDs.
         partition_book: the graph's partition book; default: the connected graph's.
         etype: the edge type (its per-type IDs); ``'_E'``: every edge, homogeneous IDs.
-        rank, force_even, world_size: as in :func:`node_split`.
+        rank, force_even, world_size, trainer_ids: as in :func:`node_split` (per edge).
 
     Returns:
         A sorted int64 torch tensor of edge IDs (per-type IDs for an edge type).
@@ -189,10 +261,12 @@ def edge_split(
     Raises:
         KeyError, ValueError, IndexError, TypeError: as in :func:`node_split`.
     """
-    return _split(edges, partition_book, "edge", etype, DEFAULT_ETYPE, rank, force_even, world_size)
+    return _split(
+        edges, partition_book, "edge", etype, DEFAULT_ETYPE, rank, force_even, world_size, trainer_ids
+    )
 
 
-def _split(items, book, kind, type_name, default_type, rank, force_even, world_size):
+def _split(items, book, kind, type_name, default_type, rank, force_even, world_size, trainer_ids=None):
     import torch
 
     from graphstore.client import context as context_module
@@ -210,7 +284,29 @@ def _split(items, book, kind, type_name, default_type, rank, force_even, world_s
         rank = ctx_rank if rank is None else rank
         world_size = ctx_world if world_size is None else world_size
     ids = _selected_ids(items, total, kind)
+    if trainer_ids is not None and force_even:
+        owners = _whole_array(trainer_ids, total, "trainer IDs")
+        return torch.from_numpy(split_by_trainer_ids(ids, bounds, int(rank), int(world_size), owners))
     return torch.from_numpy(split_ids(ids, bounds, int(rank), int(world_size), bool(force_even)))
+
+
+def _whole_array(values, total: int, what: str) -> np.ndarray:
+    """Every entry of a per-node (or per-edge) array, a :class:`DistTensor` or a local one, as int64.
+
+    Raises:
+        ValueError: not ``total`` entries.
+    """
+    from graphstore.client.dist_tensor import DistTensor
+    from graphstore.ids import to_numpy
+
+    if isinstance(values, DistTensor):
+        if values.shape[0] != total:
+            raise ValueError(f"{what} {values.name!r} have {values.shape[0]} rows, expected {total}")
+        return values.read(slice(0, total)).numpy().reshape(total, -1)[:, 0].astype(np.int64)
+    arr = to_numpy(values).reshape(-1)
+    if arr.size != total:
+        raise ValueError(f"{what} have {arr.size} entries, expected {total}")
+    return arr.astype(np.int64, copy=False)
 
 
 def _selected_ids(items, total: int, policy: str) -> np.ndarray:

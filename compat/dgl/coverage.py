@@ -73,10 +73,11 @@ NOTES: dict[str, tuple[str, str]] = {
     "dgl.distributed.NodeDataView": ("not planned", "scripts get it as `g.ndata`; never constructed by name"),
     "dgl.distributed.EdgeDataView": ("not planned", "scripts get it as `g.edata`; never constructed by name"),
     "dgl.distributed.node_split": (
-        "default only",
-        "`node_trainer_ids=None` (nodes go to trainers by partition)",
+        "implemented",
+        "`node_trainer_ids` splits a partition's share by the trainer IDs of `partition_graph"
+        "(num_trainers_per_machine=N)`, as DGL does",
     ),
-    "dgl.distributed.edge_split": ("default only", "`edge_trainer_ids=None`"),
+    "dgl.distributed.edge_split": ("implemented", "`edge_trainer_ids` as `node_trainer_ids`"),
     "dgl.distributed.DistTensor": ("default only", "`is_gdata=True`, `attach=True`; pickles by name (below)"),
     "dgl.distributed.DistTensor.local_partition": (
         "implemented",
@@ -98,8 +99,9 @@ NOTES: dict[str, tuple[str, str]] = {
     ),
     "dgl.distributed.partition_graph": (
         "default only",
-        "`num_hops=1`, `num_trainers_per_machine=1`, `objtype='cut'`, `use_graphbolt=False`; a non-empty "
-        "`out_path` is refused (pass `overwrite=True`)",
+        "`num_hops=1`, `objtype='cut'`, `use_graphbolt=False`; a non-empty `out_path` is refused (pass "
+        "`overwrite=True`); `num_trainers_per_machine=N` writes each node type's `trainer_id` (each "
+        "partition's nodes in N contiguous runs)",
     ),
     "dgl.distributed.sample_neighbors": (
         "default only",

@@ -12,6 +12,7 @@ from graphstore.client.split import (
     node_split,
     partition_trainers,
     rank_partitions,
+    split_by_trainer_ids,
     split_ids,
 )
 from graphstore.partition import RangePartitionBook
@@ -188,3 +189,35 @@ def test_node_split_without_context_or_book_asks_for_initialize():
         pytest.skip("a client context is open in this process")
     with pytest.raises(RuntimeError, match="initialize"):
         node_split(np.ones(20, dtype=bool), rank=0, world_size=1)
+
+
+def test_split_by_trainer_ids_follows_the_ids_and_stays_even():
+    bounds = np.array([0, 10, 20])
+    # Partition 0's trainer IDs are 0 and 1, partition 1's 2 and 3, interleaved inside each partition.
+    trainer_ids = np.array([0, 1] * 5 + [2, 3] * 5)
+    ids = np.arange(20)
+    splits = [split_by_trainer_ids(ids, bounds, rank, 4, trainer_ids) for rank in range(4)]
+    for rank, got in enumerate(splits):
+        assert (trainer_ids[got] == rank).all() and got.size == 5
+    # Uneven trainer groups: the runs stay even (DGL's rule), the rest of the group goes to its neighbour.
+    skewed = np.array([0] * 8 + [1] * 2 + [2] * 10)
+    counts = [split_by_trainer_ids(ids, bounds, rank, 4, skewed).size for rank in range(4)]
+    assert counts == [5, 5, 5, 5]
+    # IDs for 8 trainers used by 4: consecutive pairs merge.
+    eight = np.repeat(np.arange(8), [3, 2, 2, 3, 2, 3, 3, 2])
+    merged = [split_by_trainer_ids(ids, bounds, rank, 4, eight) for rank in range(4)]
+    assert sorted(np.concatenate(merged).tolist()) == list(range(20))
+    assert (eight[merged[0]] // 2 == 0).all()
+
+
+@pytest.mark.parametrize(
+    "world_size, trainer_ids, match",
+    [
+        (3, np.zeros(20, dtype=np.int64), "multiple of the 2 partitions"),
+        (4, np.zeros(7, dtype=np.int64), "7 entries"),
+        (4, np.arange(20) % 6, "not a multiple of world_size 4"),
+    ],
+)
+def test_split_by_trainer_ids_bad_input(world_size, trainer_ids, match):
+    with pytest.raises(ValueError, match=match):
+        split_by_trainer_ids(np.arange(20), np.array([0, 10, 20]), 0, world_size, trainer_ids)

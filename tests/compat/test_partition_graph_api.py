@@ -90,7 +90,7 @@ def test_return_mapping_of_a_typed_graph_is_per_type(tmp_path):
 @pytest.mark.parametrize(
     "option, error, match",
     [
-        ({"num_trainers_per_machine": 2}, NotImplementedError, "num_trainers_per_machine=2"),
+        ({"num_trainers_per_machine": 0}, ValueError, "num_trainers_per_machine=0"),
         ({"objtype": "vol"}, NotImplementedError, "objtype='vol'"),
         ({"use_graphbolt": True}, NotImplementedError, "use_graphbolt=True"),
         ({"graph_formats": ["dense"]}, ValueError, "graph_formats"),
@@ -109,3 +109,32 @@ def test_balance_ntypes_by_type_names_an_existing_type(tmp_path):
         dgl.distributed.partition_graph(
             _homogeneous(), "g", 2, str(tmp_path / "x"), balance_ntypes={"nope": np.ones(60, bool)}
         )
+
+
+def test_num_trainers_per_machine_writes_trainer_ids_that_node_split_follows(tmp_path, monkeypatch):
+    """DGL's scripts: partition with N trainers per machine, then node_split(node_trainer_ids=...)."""
+    monkeypatch.setenv("WORLD_SIZE", "4")  # 2 trainers on each of the 2 partitions' hosts
+    g = _homogeneous(num_nodes=200, num_edges=800)
+    dgl.distributed.partition_graph(g, "t", 2, str(tmp_path / "t"), num_trainers_per_machine=2)
+    config = str(tmp_path / "t" / "t.json")
+    book = dgl.distributed.load_partition_book(config, 0)[0]
+    trainer_ids = []
+    for part_id in range(2):
+        _, node_feats, *_ = dgl.distributed.load_partition(config, part_id)
+        ids = th.as_tensor(np.asarray(node_feats["_N/trainer_id"]))
+        # part_id * 2 + local trainer, each partition's nodes in 2 contiguous, even runs
+        assert set(ids.tolist()) == {2 * part_id, 2 * part_id + 1}
+        assert (ids[1:] >= ids[:-1]).all() and abs(int((ids == 2 * part_id).sum()) * 2 - ids.numel()) <= 1
+        trainer_ids.append(ids)
+    trainer_ids = th.cat(trainer_ids)
+    mask = th.ones(200, dtype=th.bool)
+    splits = [
+        dgl.distributed.node_split(mask, book, rank=rank, node_trainer_ids=trainer_ids) for rank in range(4)
+    ]
+    assert sorted(th.cat(splits).tolist()) == list(range(200))  # disjoint, and the union is the input
+    assert max(s.numel() for s in splits) - min(s.numel() for s in splits) <= 1
+    for rank, nodes in enumerate(splits):
+        assert (trainer_ids[nodes] == rank).float().mean() > 0.9  # each trainer gets its own nodes
+    # Without force_even the trainer IDs are ignored, as in DGL.
+    loose = dgl.distributed.node_split(mask, book, rank=0, force_even=False, node_trainer_ids=trainer_ids)
+    assert th.equal(loose, dgl.distributed.node_split(mask, book, rank=0, force_even=False))

@@ -108,21 +108,17 @@ def node_split(
         ntype: the node type.
         rank: this trainer's rank (default: the trainer group's).
         force_even: every trainer gets the same number of nodes, plus or minus one.
-        node_trainer_ids: DGL's explicit node -> trainer map; not supported (must be None).
+        node_trainer_ids: each node's trainer (``g.ndata['trainer_id']`` of a graph partitioned with
+            ``num_trainers_per_machine``): with ``force_even``, a partition's trainers split its nodes
+            by them, as DGL does; ignored without ``force_even``, as in DGL.
 
     Returns:
         An int64 tensor of node IDs.
 
     Raises:
-        NotImplementedError: for ``node_trainer_ids``.
         ValueError, IndexError, TypeError: as :func:`graphstore.client.split.node_split`.
     """
-    if node_trainer_ids is not None:
-        raise NotImplementedError(
-            "node_split(node_trainer_ids=...) is not supported; graphstore assigns "
-            "nodes to trainers by partition"
-        )
-    return _split.node_split(nodes, partition_book, ntype, rank, force_even)
+    return _split.node_split(nodes, partition_book, ntype, rank, force_even, trainer_ids=node_trainer_ids)
 
 
 def edge_split(
@@ -133,14 +129,9 @@ def edge_split(
     force_even: bool = True,
     edge_trainer_ids=None,
 ):
-    """The training edges of this trainer (``dgl.distributed.edge_split``); see :func:`node_split`.
-
-    Raises:
-        NotImplementedError: for ``edge_trainer_ids``.
-    """
-    if edge_trainer_ids is not None:
-        raise NotImplementedError("edge_split(edge_trainer_ids=...) is not supported")
-    return _split.edge_split(edges, partition_book, etype, rank, force_even)
+    """The training edges of this trainer (``dgl.distributed.edge_split``); see :func:`node_split`
+    (``edge_trainer_ids``: each edge's trainer)."""
+    return _split.edge_split(edges, partition_book, etype, rank, force_even, trainer_ids=edge_trainer_ids)
 
 
 __all__ = [

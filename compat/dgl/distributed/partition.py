@@ -20,6 +20,7 @@ from graphstore.partition import load_partition as _native_load_partition
 from graphstore.partition import load_partition_book as _native_load_book
 from graphstore.partition import partition_graph as _native_partition_graph
 from graphstore.partition.format import schema_of
+from graphstore.partition.trainer_ids import add_trainer_ids
 
 # METIS objective DGL names 'cut' (edge cut); graphstore's METIS minimizes the edge cut.
 _OBJTYPES = ("cut",)
@@ -137,8 +138,9 @@ def partition_graph(
             picks one type's mask.
         balance_edges: also balance the in-edges per partition.
         return_mapping: return the new -> original ID maps.
-        num_trainers_per_machine: 1 (graphstore splits a partition's nodes between its trainers at run
-            time with ``node_split``).
+        num_trainers_per_machine: with N > 1, every node type gets a ``trainer_id`` node array
+            (``part_id * N + local trainer``: each partition's nodes cut into N contiguous runs) for
+            ``node_split(..., node_trainer_ids=g.ndata['trainer_id'])``, as in DGL.
         objtype: ``'cut'`` (METIS minimizes the edge cut).
         graph_formats: None or a subset of ``'coo'``, ``'csr'``, ``'csc'``: graphstore always stores
             the in- and out-edge CSR.
@@ -155,10 +157,9 @@ def partition_graph(
         ValueError, FileExistsError: as the native function.
     """
     _check_graphbolt(use_graphbolt, "partition_graph")
-    if int(num_trainers_per_machine) != 1:
-        raise NotImplementedError(
-            f"partition_graph(num_trainers_per_machine={num_trainers_per_machine}) is not supported: "
-            "partition with 1 and split each partition's nodes between its trainers with node_split()"
+    if int(num_trainers_per_machine) < 1:
+        raise ValueError(
+            f"partition_graph(num_trainers_per_machine={num_trainers_per_machine}): must be >= 1"
         )
     if objtype not in _OBJTYPES:
         raise NotImplementedError(f"partition_graph(objtype={objtype!r}): only 'cut' is supported")
@@ -182,6 +183,8 @@ def partition_graph(
         balance_edges=balance_edges,
         **kwargs,
     )
+    if int(num_trainers_per_machine) > 1:
+        add_trainer_ids(result.config_path, int(num_trainers_per_machine))
     if not return_mapping:
         return None
     schema = schema_of(read_config(result.config_path))
