@@ -407,8 +407,78 @@ def _metis(col, job, graph, edges, vtxdist, ntype) -> np.ndarray:
         vwgt[np.arange(n_local), category] = 1
         if job.balance_edges:
             vwgt[:, -1] = indeg
-    part = part_kway(col.comm, vtxdist, xadj, adjncy, vwgt, ncon, job.num_parts, job.seed)
-    return part.astype(np.int64)
+    part = part_kway(col.comm, vtxdist, xadj, adjncy, vwgt, ncon, job.num_parts, job.seed).astype(np.int64)
+    if ncon_cat >= 1:
+        part = repair_balance_parallel(col, job, vtxdist, xadj, adjncy, category, ncon_cat, part)
+    return part
+
+
+def repair_balance_parallel(
+    col: _Collective,
+    job: ParallelJob,
+    vtxdist: np.ndarray,
+    xadj: np.ndarray,
+    adjncy: np.ndarray,
+    category: np.ndarray,
+    num_categories: int,
+    part: np.ndarray,
+    tolerance: float = 0.02,
+) -> np.ndarray:
+    """Bring every balance category within ``tolerance`` of an even share per partition (collective).
+
+    The partitioner treats its imbalance bound as a goal (PT-Scotch's multi-constraint balance is
+    looser than METIS's), so, as the serial partitioner's repair pass does, nodes move from the fullest
+    to the emptiest partition of a category. Every rank plans the same moves from the global counts;
+    each move's node count is split over the ranks in proportion to their candidates, and each rank
+    moves its candidates with the most neighbors in the receiving partition (neighbor partitions as
+    they were before the pass).
+
+    Returns:
+        The repaired partition of each local node.
+    """
+    from graphstore.partition.balance_repair import balance_limits
+
+    num_parts = job.num_parts
+    nbr_part = lookup(col, adjncy.astype(np.int64), vtxdist, part, job.round_rows)
+    part = part.copy()
+    counts = col.comm.allreduce(
+        np.bincount(category * num_parts + part, minlength=num_categories * num_parts).astype(np.int64)
+    ).reshape(num_categories, num_parts)
+    for c in range(num_categories):
+        low, high = balance_limits(counts[c], num_parts, tolerance)
+        target = counts[c].sum() / num_parts
+        row = counts[c].copy()
+        moves = []
+        for _ in range(4 * num_parts):
+            src, dst = int(np.argmax(row)), int(np.argmin(row))
+            if row[src] <= high and row[dst] >= low:
+                break
+            amount = max(1, min(int(row[src] - target), int(target - row[dst])))
+            row[src] -= amount
+            row[dst] += amount
+            moves.append((src, dst, amount))
+        for src, dst, amount in moves:
+            cand = np.flatnonzero((category == c) & (part == src))
+            have = np.array(col.comm.allgather(int(cand.size)), dtype=np.int64)
+            total = int(have.sum())
+            if total == 0:
+                continue
+            cum = np.concatenate(([0], np.cumsum(have)))
+            amount = min(amount, total)
+            take = amount * cum[col.rank + 1] // total - amount * cum[col.rank] // total
+            if take <= 0:
+                continue
+            starts, ends = xadj[cand], xadj[cand + 1]
+            deg = ends - starts
+            row_of = np.repeat(np.arange(cand.size), deg)
+            first = np.repeat(np.cumsum(deg) - deg, deg)
+            positions = np.repeat(starts, deg) + (np.arange(int(deg.sum())) - first)
+            score = (nbr_part[positions] == dst).astype(np.int64) - (nbr_part[positions] == src)
+            gain = np.bincount(row_of, weights=score, minlength=cand.size)
+            chosen = cand[np.argsort(-gain, kind="stable")[:take]]
+            part[chosen] = dst
+        counts[c] = col.comm.allreduce(np.bincount(part[category == c], minlength=num_parts).astype(np.int64))
+    return part
 
 
 def _categories(col, job, graph, vtxdist, ntype) -> np.ndarray:
