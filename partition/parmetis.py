@@ -84,7 +84,17 @@ def part_kway(
     """
     from mpi4py import MPI
 
+    # Determinism: one thread per rank (Scotch 7 reads SCOTCH_PTHREAD_NUMBER when a call sets up its
+    # context), and the random generator reset to the seed before each call.
+    os.environ.setdefault("SCOTCH_PTHREAD_NUMBER", "1")
     lib = load_library()
+    for name, args in (
+        ("SCOTCH_randomSeed", (ctypes.c_int32(seed & 0x7FFFFFFF),)),
+        ("SCOTCH_randomReset", ()),
+    ):
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn(*args)
     n_local = int(vtxdist[comm.rank + 1] - vtxdist[comm.rank])
     i32 = np.int32
     vtxdist = np.ascontiguousarray(vtxdist, dtype=i32)
