@@ -181,7 +181,8 @@ def check_chunk_files(graph: ChunkedGraph) -> None:
             shape, dtype = _header(path)
             if shape != (rows, 2) or dtype.kind not in "iu":
                 raise ValueError(
-                    f"chunk file {path!r} of edge type {key!r} is {dtype}{list(shape)}, expected integer [{rows}, 2]"
+                    f"chunk file {path!r} of edge type {key!r} is {dtype}{list(shape)}, "
+                    f"expected integer [{rows}, 2]"
                 )
     for section, types, counts, data in (
         ("node", graph.ntypes, graph.nodes_per_chunk, graph.node_data),
@@ -195,7 +196,8 @@ def check_chunk_files(graph: ChunkedGraph) -> None:
                     want = (rows, *spec["shape"])
                     if shape != want or (spec["dtype"] and name_of(dtype) != spec["dtype"]):
                         raise ValueError(
-                            f"chunk file {path!r} ({section} array {type_key}/{name}) is {dtype}{list(shape)}, "
+                            f"chunk file {path!r} ({section} array {type_key}/{name}) is "
+                            f"{dtype}{list(shape)}, "
                             f"expected {spec['dtype']}{list(want)}"
                         )
 

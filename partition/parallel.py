@@ -714,7 +714,7 @@ def _write_parts(col, job, graph, labels, mine, out_dir) -> list[dict]:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             data = convert_rows(rows[sel], spec["dtype"])
             write_npy(path, data.dtype, data.shape, [data])
-    for k, meta in enumerate(metas):
+    for meta in metas:
         meta["num_out_edges"] = int(col.comm.allreduce(meta["num_out_edges"]))
     return metas
 

@@ -171,12 +171,14 @@ def run_parallel(args: argparse.Namespace) -> int:
 def format_parallel_stats(stats: dict) -> str:
     """The human-readable summary of a parallel run: the serial table plus one line per rank."""
     lines = [
-        f"graph: {stats['num_nodes']:,} nodes, {stats['num_edges']:,} edges -> {stats['num_parts']} partitions "
+        f"graph: {stats['num_nodes']:,} nodes, {stats['num_edges']:,} edges -> "
+        f"{stats['num_parts']} partitions "
         f"({stats['part_method']}, {stats['num_ranks']} ranks)",
         f"edge cut: {stats['edge_cut'] * 100:.2f}% of directed edges cross partitions",
         "nodes per partition: " + ", ".join(f"{n:,}" for n in stats["part_nodes"]),
         "edges per partition: " + ", ".join(f"{n:,}" for n in stats["part_edges"]),
-        f"time: {stats['total_seconds']:.1f}s; peak RSS {stats['peak_rss_bytes'] / 2**30:.2f} GiB (largest rank), "
+        f"time: {stats['total_seconds']:.1f}s; "
+        f"peak RSS {stats['peak_rss_bytes'] / 2**30:.2f} GiB (largest rank), "
         f"{stats['total_peak_rss_bytes'] / 2**30:.2f} GiB (all ranks)",
     ]
     for r in stats["ranks"]:
