@@ -218,3 +218,42 @@ def test_missing_or_inconsistent_chunk_is_named_and_leaves_no_output(tmp_path):
     proc = run_parallel(2, chunks, out, "--num-parts", "2", check=False)
     assert proc.returncode == 2 and str(feat) in proc.stderr and "expected" in proc.stderr
     assert not out.exists()
+
+
+def test_generated_chunks_and_chunk_command_feed_the_parallel_partitioner(tmp_path, capsys):
+    from graphstore.launcher.cli import main
+
+    assert (
+        main(
+            [
+                "generate",
+                "--schema",
+                "mag",
+                "--num-nodes",
+                "2000",
+                "--num-chunks",
+                "3",
+                "--out",
+                str(tmp_path / "mag"),
+            ]
+        )
+        == 0
+    )
+    meta = read_metadata(str(tmp_path / "mag"))
+    assert meta.ntypes == ["paper", "author", "institution", "field_of_study"]
+    assert all(len(c) == 3 for c in meta.edges_per_chunk)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".generate-")]
+    proc = run_parallel(
+        2, tmp_path / "mag", tmp_path / "parts", "--num-parts", "2", "--balance-ntypes", "train_mask"
+    )
+    stats = json.loads(proc.stdout.strip().splitlines()[-1])
+    for ntype, counts in stats["part_type_nodes"].items():
+        assert abs(counts[0] - counts[1]) <= max(2, 0.04 * sum(counts)), (ntype, counts)
+    np.savez(tmp_path / "g.npz", **plain_arrays())
+    capsys.readouterr()
+    assert (
+        main(["chunk", "--graph", str(tmp_path / "g.npz"), "--num-chunks", "2", "--out", str(tmp_path / "c")])
+        == 0
+    )
+    assert json.loads(capsys.readouterr().out)["num_edges"] == 4000
+    assert read_metadata(str(tmp_path / "c")).edges_per_chunk == [[2000, 2000]]
