@@ -14,6 +14,7 @@ an even share per balance category, wall time, and peak RSS per rank and in tota
 from __future__ import annotations
 
 import argparse
+import atexit
 import json
 import os
 import shutil
@@ -56,8 +57,80 @@ def _balance(config_path: str, graph_path: str, masks: list[str]) -> dict:
     return out
 
 
-def _mpirun_prefix(ranks: int, mem_gib: float | None, workdir: str) -> list[str]:
+NETNS = ("gsA", "gsB")
+NETNS_IPS = ("10.99.0.1", "10.99.0.2")
+
+
+def setup_netns(workdir: str) -> str:
+    """Two network namespaces joined by a veth pair (10.99.0.1 / 10.99.0.2), and an Open MPI launch
+    agent that starts the ORTE daemon of "host" 10.99.0.x inside its namespace. Returns the agent."""
+    a, b = NETNS
+    cmds = [
+        ["ip", "netns", "add", a],
+        ["ip", "netns", "add", b],
+        ["ip", "link", "add", "gsvA", "type", "veth", "peer", "name", "gsvB"],
+        ["ip", "link", "set", "gsvA", "netns", a],
+        ["ip", "link", "set", "gsvB", "netns", b],
+        ["ip", "-n", a, "addr", "add", f"{NETNS_IPS[0]}/24", "dev", "gsvA"],
+        ["ip", "-n", b, "addr", "add", f"{NETNS_IPS[1]}/24", "dev", "gsvB"],
+        ["ip", "-n", a, "link", "set", "gsvA", "up"],
+        ["ip", "-n", b, "link", "set", "gsvB", "up"],
+        ["ip", "-n", a, "link", "set", "lo", "up"],
+        ["ip", "-n", b, "link", "set", "lo", "up"],
+    ]
+    teardown_netns()
+    for cmd in cmds:
+        subprocess.run(cmd, check=True)
+    agent = os.path.join(workdir, "netns_agent.sh")
+    with open(agent, "w") as fh:
+        fh.write(
+            "#!/bin/sh\n# Open MPI rsh agent: host 10.99.0.1 is namespace gsA, 10.99.0.2 gsB\n"
+            "host=$1; shift\n"
+            f"case $host in {NETNS_IPS[0]}) ns={a};; {NETNS_IPS[1]}) ns={b};; *) exit 1;; esac\n"
+            'exec ip netns exec $ns sh -c "$*"\n'
+        )
+    os.chmod(agent, 0o755)
+    return agent
+
+
+def teardown_netns() -> None:
+    """Remove the namespaces (their veth pair goes with them)."""
+    for ns in NETNS:
+        subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, check=False)
+
+
+def _mpirun_prefix(ranks: int, mem_gib: float | None, workdir: str, agent: str | None = None) -> list[str]:
     base = ["mpirun", "--oversubscribe", "-np", str(ranks)]
+    if agent:
+        # mpirun in the first namespace, half the ranks on each "host", TCP between them (no shared memory)
+        per = -(-ranks // 2)
+        base = [
+            "ip",
+            "netns",
+            "exec",
+            NETNS[0],
+            *base,
+            "-H",
+            f"{NETNS_IPS[0]}:{per},{NETNS_IPS[1]}:{per}",
+            "--mca",
+            "plm_rsh_agent",
+            agent,
+            "--mca",
+            "btl",
+            "tcp,self",
+            "--mca",
+            "btl_tcp_if_include",
+            "10.99.0.0/24",
+            "--mca",
+            "oob_tcp_if_include",
+            "10.99.0.0/24",
+            "-x",
+            "OMPI_ALLOW_RUN_AS_ROOT",
+            "-x",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM",
+            "-x",
+            "PATH",
+        ]
     if not mem_gib:
         return base
     wrapper = os.path.join(workdir, "in_cgroup.sh")
@@ -109,6 +182,9 @@ def main() -> int:
     parser.add_argument("--balance-ntypes", default="train_mask")
     parser.add_argument("--mem-limit-gib", type=float, default=None)
     parser.add_argument("--skip-serial", action="store_true")
+    parser.add_argument(
+        "--netns", action="store_true", help="ranks in two network namespaces (TCP only, no shared memory)"
+    )
     parser.add_argument("--timeout", type=float, default=3000)
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -153,11 +229,14 @@ def main() -> int:
             "peak_rss_gib": round(stats["peak_rss_bytes"] / 2**30, 3),
         }
         print(json.dumps({"serial": report["runs"]["serial"]}), file=sys.stderr, flush=True)
+    agent = setup_netns(args.workdir) if args.netns else None
+    if agent:
+        atexit.register(teardown_netns)
     for ranks in args.ranks:
         dest = os.path.join(args.workdir, f"ranks{ranks}")
         shutil.rmtree(dest, ignore_errors=True)
         cmd = [
-            *_mpirun_prefix(ranks, args.mem_limit_gib, args.workdir),
+            *_mpirun_prefix(ranks, args.mem_limit_gib, args.workdir, agent),
             *CLI,
             "partition",
             "--chunks",
@@ -180,6 +259,7 @@ def main() -> int:
         run = {
             "ranks": ranks,
             "mem_limit_gib_per_rank": args.mem_limit_gib,
+            "netns_per_rank": [r["netns"] for r in stats["ranks"]],
             "edge_cut": stats["edge_cut"],
             "part_nodes": stats["part_nodes"],
             "balance_max_dev": _balance(os.path.join(dest, "g.json"), args.graph, masks),

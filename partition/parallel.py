@@ -728,6 +728,7 @@ def _stats(col, job, graph, labels, meter: PhaseMeter, start: float) -> dict:
         {
             "rank": col.rank,
             "host": os.uname().nodename,
+            "netns": _netns(),
             "seconds": {k: round(v, 3) for k, v in meter.seconds.items()},
             "cpu_seconds": {k: round(v, 3) for k, v in meter.cpu_seconds.items()},
             "peak_rss_bytes": dict(meter.peak_bytes),
@@ -796,6 +797,7 @@ def _config(job, graph, labels, parts_meta, stats) -> dict:
                 {
                     "rank": r["rank"],
                     "host": r["host"],
+                    "netns": r["netns"],
                     "seconds": r["seconds"],
                     "cpu_seconds": r["cpu_seconds"],
                     "peak_rss_gib": {k: round(v / 2**30, 3) for k, v in r["peak_rss_bytes"].items()},
@@ -805,6 +807,14 @@ def _config(job, graph, labels, parts_meta, stats) -> dict:
             ],
         },
     }
+
+
+def _netns() -> str:
+    """This process's network namespace (``net:[inode]``; ranks in different ones share no loopback)."""
+    try:
+        return os.readlink("/proc/self/ns/net")
+    except OSError:
+        return ""
 
 
 def _write_json(out_dir: str, config: dict) -> None:
