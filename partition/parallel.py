@@ -136,6 +136,11 @@ class _Collective:
         return int(self.comm.allreduce(-(-n_local // round_rows), op=_max()))
 
 
+def _id_dtype(limit: int) -> np.dtype:
+    """int32 for IDs below ``limit`` when it fits 31 bits (half the memory of int64), else int64."""
+    return np.dtype(np.int32 if limit < 2**31 else np.int64)
+
+
 def _max():
     from mpi4py import MPI
 
@@ -231,6 +236,8 @@ def partition_chunks(job: ParallelJob, comm=None) -> dict:
     _log(comm, "assign", meter)
     with meter.phase("relabel"):
         labels = _relabel(col, job, graph, edges, vtxdist, ntype, part)
+        edges.src = edges.dst = None  # the new IDs replace them
+        del part
     _log(comm, "relabel", meter)
 
     from mpi4py import MPI as _MPI
@@ -308,6 +315,7 @@ def _load_edges(col: _Collective, graph: ChunkedGraph) -> _Edges:
     work = [(e, i) for e in range(len(graph.etypes)) for i in range(len(graph.edges_per_chunk[e]))]
     mine = [w for j, w in enumerate(work) if j % col.size == col.rank]
     srcs, dsts, types, eids = [], [], [], []
+    idt, edt = _id_dtype(int(offsets[-1])), _id_dtype(max(graph.edges_per_type, default=0))
     error = None
     for e, i in mine:
         path = graph.edge_files[e][i]
@@ -321,10 +329,11 @@ def _load_edges(col: _Collective, graph: ChunkedGraph) -> _Edges:
                     f"chunk file {path!r}: {what} ID {bad} out of range [0, {counts[t]}) of node type "
                     f"{graph.ntypes[t]!r}"
                 )
-        srcs.append(pair[:, 0] + offsets[src_t[e]])
-        dsts.append(pair[:, 1] + offsets[dst_t[e]])
+        srcs.append((pair[:, 0] + offsets[src_t[e]]).astype(idt))
+        dsts.append((pair[:, 1] + offsets[dst_t[e]]).astype(idt))
         types.append(np.full(pair.shape[0], e, dtype=np.int16))
-        eids.append(np.arange(first, first + pair.shape[0], dtype=np.int64))
+        eids.append(np.arange(first, first + pair.shape[0], dtype=edt))
+        del pair
     errors = col.comm.allgather(error)
     first_error = next((x for x in errors if x is not None), None)
     if first_error is not None:
@@ -333,7 +342,7 @@ def _load_edges(col: _Collective, graph: ChunkedGraph) -> _Edges:
     def cat(pieces, dtype):
         return np.concatenate(pieces) if pieces else np.zeros(0, dtype=dtype)
 
-    return _Edges(cat(srcs, np.int64), cat(dsts, np.int64), cat(types, np.int16), cat(eids, np.int64), mine)
+    return _Edges(cat(srcs, idt), cat(dsts, idt), cat(types, np.int16), cat(eids, edt), mine)
 
 
 def _node_rows(graph: ChunkedGraph, t: int, name: str, lo: int, hi: int) -> np.ndarray:
@@ -532,13 +541,15 @@ def _relabel(col, job, graph, edges, vtxdist, ntype, part) -> _Labels:
     order = np.argsort(group, kind="stable")
     sorted_group = group[order]
     first = np.searchsorted(sorted_group, sorted_group, side="left")
-    new_id = np.empty(group.shape[0], dtype=np.int64)
+    new_id = np.empty(group.shape[0], dtype=_id_dtype(int(vtxdist[-1])))
     new_id[order] = base[sorted_group] + np.arange(group.shape[0]) - first
+    del order, sorted_group, first
     new_src = lookup(col, edges.src, vtxdist, new_id, job.round_rows)
     new_dst = lookup(col, edges.dst, vtxdist, new_id, job.round_rows)
-    src_part = np.searchsorted(node_bounds, new_src, side="right") - 1
-    edge_part = np.searchsorted(node_bounds, new_dst, side="right") - 1
+    src_part = (np.searchsorted(node_bounds, new_src, side="right") - 1).astype(np.int32)
+    edge_part = (np.searchsorted(node_bounds, new_dst, side="right") - 1).astype(np.int32)
     cut = int(col.comm.allreduce(int(np.count_nonzero(src_part != edge_part))))
+    del src_part
     num_edges = int(col.comm.allreduce(int(edges.src.shape[0])))
     num_e = len(graph.etypes)
     ec = np.bincount(edge_part * num_e + edges.etype, minlength=num_parts * num_e).astype(np.int64)
@@ -592,16 +603,22 @@ def _shuffle(col, job, graph, edges, vtxdist, ntype, labels) -> dict:
     num_e = len(graph.etypes)
     # In-edges: (new_src, new_dst, etype, per-type input edge ID) to the writer of the destination's part.
     dest = _writer_of(labels.edge_part, col.size)
-    rec = np.stack([labels.new_src, labels.new_dst, edges.etype.astype(np.int64), edges.eid], axis=1)
+    labels.edge_part = None
+    rdt = np.result_type(labels.new_src.dtype, edges.eid.dtype, _id_dtype(int(labels.edge_bounds[-1])))
+    rec = np.stack([labels.new_src, labels.new_dst, edges.etype.astype(rdt), edges.eid.astype(rdt)], axis=1)
+    labels.new_src = labels.new_dst = None
     got = _shuffle_rows(col, job, rec, dest)
+    del rec
     # Serial order: (partition, edge type, new destination), ties by input edge ID.
     order = np.lexsort(
         (got[:, 3], got[:, 1], got[:, 2], np.searchsorted(labels.node_bounds, got[:, 1], "right"))
     )
     in_edges = got[order]
-    del got, rec
+    del got, order
     part_of = np.searchsorted(labels.node_bounds, in_edges[:, 1], side="right") - 1
     new_eid = labels.edge_bounds[part_of] + (np.arange(in_edges.shape[0]) - np.searchsorted(part_of, part_of))
+    new_eid = new_eid.astype(rdt)
+    del part_of
     # Edge arrays follow their edges, one array at a time.
     edge_arrays = {}
     for e, key in enumerate(graph.etypes):
@@ -620,9 +637,10 @@ def _shuffle(col, job, graph, edges, vtxdist, ntype, labels) -> dict:
     out_rec = np.stack([in_edges[:, 0], in_edges[:, 1], new_eid, in_edges[:, 2]], axis=1)
     src_part = np.searchsorted(labels.node_bounds, out_rec[:, 0], side="right") - 1
     back = _shuffle_rows(col, job, out_rec, _writer_of(src_part, col.size))
+    del out_rec, src_part
     back_part = np.searchsorted(labels.node_bounds, back[:, 0], side="right") - 1
     out_edges = back[np.lexsort((back[:, 2], back[:, 0], back[:, 3], back_part))]
-    del back, out_rec
+    del back
     # Nodes: (new ID, per-type input ID), then each node array.
     node_part = np.searchsorted(labels.node_bounds, labels.new_id, side="right") - 1
     node_dest = _writer_of(node_part, col.size)
