@@ -28,7 +28,7 @@ ENV = {**os.environ, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONF
 CLI = [sys.executable, "-m", "graphstore.launcher.cli", "--log-level", "WARNING"]
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[str, float]:
+def _run(cmd: list[str], timeout: float, log: str | None = None) -> tuple[str, float]:
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=ENV)
     try:
@@ -37,6 +37,9 @@ def _run(cmd: list[str], timeout: float) -> tuple[str, float]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    if log:
+        with open(log, "w") as fh:
+            fh.write(err)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err[-2000:]}")
     return out, time.perf_counter() - start
@@ -237,7 +240,9 @@ def main() -> int:
         shutil.rmtree(dest, ignore_errors=True)
         cmd = [
             *_mpirun_prefix(ranks, args.mem_limit_gib, args.workdir, agent),
-            *CLI,
+            *CLI[:-2],
+            "--log-level",
+            "INFO",
             "partition",
             "--chunks",
             chunks,
@@ -251,7 +256,7 @@ def main() -> int:
             *balance,
         ]
         try:
-            out, secs = _run(cmd, args.timeout)
+            out, secs = _run(cmd, args.timeout, os.path.join(args.workdir, f"ranks{ranks}.log"))
         finally:
             _remove_cgroups(args.workdir)
         stats = json.loads(out.strip().splitlines()[-1])
