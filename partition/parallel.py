@@ -98,7 +98,8 @@ class _Collective:
         from mpi4py import MPI
 
         rows = np.ascontiguousarray(rows)
-        order = np.argsort(dest, kind="stable")
+        dest = np.asarray(dest, dtype=np.int16 if self.size < 2**15 else np.int32)
+        order = np.argsort(dest, kind="stable")  # a radix sort on 16-bit keys
         sent = np.ascontiguousarray(rows[order])
         counts = np.bincount(dest, minlength=self.size).astype(np.int64)
         recv_counts = np.empty(self.size, dtype=np.int64)
@@ -139,6 +140,18 @@ class _Collective:
 def _id_dtype(limit: int) -> np.dtype:
     """int32 for IDs below ``limit`` when it fits 31 bits (half the memory of int64), else int64."""
     return np.dtype(np.int32 if limit < 2**31 else np.int64)
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """The distinct values, sorted: one in-place sort and a comparison (numpy 2's hash-based
+    ``np.unique`` is many times slower on tens of millions of int64 keys)."""
+    values = np.sort(values)
+    if values.size == 0:
+        return values
+    keep = np.empty(values.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
 
 
 def _max():
@@ -366,7 +379,7 @@ def _assign(col, job, graph, edges, vtxdist, ntype) -> np.ndarray:
     if job.part_method == "random":
         # A seeded bijection of each type's IDs (an affine map modulo the count), dealt out evenly.
         part = np.empty(hi - lo, dtype=np.int64)
-        for t in np.unique(ntype):
+        for t in sorted_unique(ntype):
             sel = ntype == t
             n = int(graph.nodes_per_type[t])
             rng = np.random.default_rng([job.seed, int(t)])
@@ -396,8 +409,8 @@ def _metis(col, job, graph, edges, vtxdist, ntype) -> np.ndarray:
         pairs[s.shape[0] :, 0], pairs[s.shape[0] :, 1], pairs[s.shape[0] :, 2] = s, d, 0
         got, _, _ = col.exchange(pairs, _owner(pairs[:, 0], vtxdist))
         indeg += np.bincount(got[:, 0] - lo, weights=got[:, 2], minlength=n_local).astype(np.int64)
-        keys.append(np.unique((got[:, 0] - lo) * int(vtxdist[-1]) + got[:, 1]))
-    key = np.unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
+        keys.append(sorted_unique((got[:, 0] - lo) * int(vtxdist[-1]) + got[:, 1]))
+    key = sorted_unique(np.concatenate(keys)) if keys else np.zeros(0, dtype=np.int64)
     del keys
     num_nodes = int(vtxdist[-1])
     rows = key // num_nodes
@@ -416,7 +429,16 @@ def _metis(col, job, graph, edges, vtxdist, ntype) -> np.ndarray:
         vwgt[np.arange(n_local), category] = 1
         if job.balance_edges:
             vwgt[:, -1] = indeg
+    t0 = time.perf_counter()
     part = part_kway(col.comm, vtxdist, xadj, adjncy, vwgt, ncon, job.num_parts, job.seed).astype(np.int64)
+    logger.info(
+        "rank %d: ParMETIS_V3_PartKway on %d nodes, %d adjacency entries, ncon=%d: %.2fs",
+        col.rank,
+        n_local,
+        adjncy.shape[0],
+        ncon,
+        time.perf_counter() - t0,
+    )
     if ncon_cat >= 1:
         part = repair_balance_parallel(col, job, vtxdist, xadj, adjncy, category, ncon_cat, part)
     return part
@@ -497,7 +519,7 @@ def _categories(col, job, graph, vtxdist, ntype) -> np.ndarray:
     names = list(job.balance_ntypes or [])
     width = len(names) + 1
     which = np.full(hi - lo, len(names), dtype=np.int64)
-    for t in np.unique(ntype):
+    for t in sorted_unique(ntype):
         for m in reversed(range(len(names))):
             if names[m] not in graph.node_data.get(graph.ntypes[t], {}):
                 continue
@@ -506,7 +528,7 @@ def _categories(col, job, graph, vtxdist, ntype) -> np.ndarray:
             which[sel[np.asarray(rows).astype(bool)]] = m
     raw = ntype * width + which
     present = np.zeros(len(graph.ntypes) * width, dtype=np.int64)
-    present[np.unique(raw)] = 1
+    present[sorted_unique(raw)] = 1
     present = col.comm.allreduce(present)
     dense = np.cumsum(present > 0) - 1
     return dense[raw]
