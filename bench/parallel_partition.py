@@ -142,15 +142,22 @@ def _mpirun_prefix(ranks: int, mem_gib: float | None, workdir: str, agent: str |
         fh.write(
             "#!/bin/sh\n"
             "# each rank in its own memory cgroup (v1 memory controller, else v2), then exec the rank\n"
-            "if [ -d /sys/fs/cgroup/memory ]; then\n"
-            "  cg=/sys/fs/cgroup/memory/graphstore-rank-$$; mkdir -p $cg\n"
+            "# (under `ip netns exec`, /sys is remounted: mount the v1 memory hierarchy again there)\n"
+            "if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then\n"
+            "  mkdir -p /run/gs-cgmem && mount -t cgroup -o memory none /run/gs-cgmem 2>/dev/null\n"
+            "  [ -f /run/gs-cgmem/memory.limit_in_bytes ] || { echo 'no memory cgroup controller' >&2; exit 3; }\n"
+            "  root=/run/gs-cgmem\n"
+            "else root=/sys/fs/cgroup/memory; fi\n"
+            "if [ -f $root/memory.limit_in_bytes ]; then\n"
+            "  cg=$root/graphstore-rank-$$; mkdir -p $cg\n"
             f"  echo {limit} > $cg/memory.limit_in_bytes; echo $$ > $cg/tasks\n"
+            f"  echo /sys/fs/cgroup/memory/${{cg##*/}} >> {workdir}/cgroups.txt\n"
             "else\n"
             "  cg=/sys/fs/cgroup/graphstore-rank-$$; mkdir -p $cg\n"
             f"  echo {limit} > $cg/memory.max; echo 0 > $cg/memory.swap.max 2>/dev/null\n"
             "  echo $$ > $cg/cgroup.procs\n"
+            f"  echo $cg >> {workdir}/cgroups.txt\n"
             "fi\n"
-            f"echo $cg >> {workdir}/cgroups.txt\n"
             'exec "$@"\n'
         )
     os.chmod(wrapper, 0o755)
