@@ -145,7 +145,7 @@ def _mpirun_prefix(ranks: int, mem_gib: float | None, workdir: str, agent: str |
             "# (under `ip netns exec`, /sys is remounted: mount the v1 memory hierarchy again there)\n"
             "if [ ! -d /sys/fs/cgroup/memory ] && [ ! -f /sys/fs/cgroup/cgroup.controllers ]; then\n"
             "  mkdir -p /run/gs-cgmem && mount -t cgroup -o memory none /run/gs-cgmem 2>/dev/null\n"
-            "  [ -f /run/gs-cgmem/memory.limit_in_bytes ] || { echo 'no memory cgroup controller' >&2; exit 3; }\n"
+            "  [ -f /run/gs-cgmem/memory.limit_in_bytes ] || { echo 'no memory cgroup' >&2; exit 3; }\n"
             "  root=/run/gs-cgmem\n"
             "else root=/sys/fs/cgroup/memory; fi\n"
             "if [ -f $root/memory.limit_in_bytes ]; then\n"
