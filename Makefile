@@ -28,12 +28,14 @@ GPU_WHEEL_NAMES := grpcio protobuf grpcio-health-checking pymetis cmeel cmeel-me
 install: $(STAMP)
 	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml deploy/system-packages.sh
+	# MPI and the ParMETIS-API library for the parallel partitioner (Debian's packages; see the script).
+	bash deploy/system-packages.sh
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	# torch first and explicitly: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q $(TORCH_SPEC)
-	$(PIP) install -q -e ".[dev,test,pyg]"
+	$(PIP) install -q -e ".[dev,test,pyg,mpi]"
 	touch $(STAMP)
 
 test: install proto-check

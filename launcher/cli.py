@@ -16,6 +16,7 @@ import sys
 
 # subcommand name -> module under graphstore.launcher.commands
 COMMANDS = {
+    "chunk": "chunk",
     "generate": "generate",
     "partition": "partition",
     "server": "server",

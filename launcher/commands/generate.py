@@ -68,7 +68,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-reverse", action="store_true", help="mag: leave out the rev_<etype> reverse relations"
     )
-    parser.add_argument("--out", required=True, help="output .npz path")
+    parser.add_argument("--out", required=True, help="output .npz path (a folder with --num-chunks)")
+    parser.add_argument(
+        "--num-chunks",
+        type=int,
+        default=None,
+        help="write the chunked input format (folder --out, docs/partition-format.md) for "
+        "`mpirun -np K graphstore partition --chunks`: the graph goes through a temporary .npz beside it",
+    )
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output file")
     parser.set_defaults(func=run)
 
@@ -123,6 +130,8 @@ def run(args: argparse.Namespace) -> int:
     if args.schema not in SCHEMAS:
         raise ValueError(f"--schema must be one of {', '.join(SCHEMAS)}; got {args.schema!r}")
     start = time.perf_counter()
+    if args.num_chunks is not None:
+        return _run_chunked(args, start)
     written = _run_mag(args) if args.schema == "mag" else _run_homogeneous(args)
     report = {
         "out": os.path.abspath(args.out),
@@ -130,6 +139,49 @@ def run(args: argparse.Namespace) -> int:
         **written,
         "arrays": {k: list(v) for k, v in written["arrays"].items()},
         "bytes": os.path.getsize(args.out),
+        "seconds": round(time.perf_counter() - start, 2),
+        "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
+    }
+    print(json.dumps(report))
+    return 0
+
+
+def _run_chunked(args: argparse.Namespace, start: float) -> int:
+    """``--num-chunks``: generate into a temporary .npz beside ``--out``, chunk it, remove it.
+
+    The generator writes its .npz a chunk at a time and the chunker reads it memory-mapped a chunk at a
+    time, so memory stays that of one chunk; the disk holds the graph twice until the .npz is removed.
+    """
+    import tempfile
+
+    from graphstore.partition import load_graph
+    from graphstore.partition.chunked import write_chunks
+    from graphstore.partition.writer import check_output_folder
+
+    if isinstance(args.num_chunks, bool) or args.num_chunks < 1:
+        raise ValueError(f"--num-chunks must be >= 1, got {args.num_chunks}")
+    check_output_folder(args.out, args.overwrite)
+    parent = os.path.dirname(os.path.abspath(args.out)) or "."
+    os.makedirs(parent, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".generate-", suffix=".npz", dir=parent)
+    os.close(fd)
+    out = args.out
+    try:
+        args.out, args.overwrite, chunk_overwrite = tmp, True, args.overwrite
+        written = _run_mag(args) if args.schema == "mag" else _run_homogeneous(args)
+        name = os.path.basename(os.path.abspath(out))
+        path = write_chunks(load_graph(tmp), out, args.num_chunks, name, overwrite=chunk_overwrite)
+    finally:
+        args.out = out
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    report = {
+        "out": os.path.abspath(out),
+        "metadata": os.path.abspath(path),
+        "schema": args.schema,
+        "num_chunks": args.num_chunks,
+        **written,
+        "arrays": {k: list(v) for k, v in written["arrays"].items()},
         "seconds": round(time.perf_counter() - start, 2),
         "peak_rss_mb": round(peak_rss_bytes() / 2**20, 1),
     }

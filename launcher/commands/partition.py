@@ -19,7 +19,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = add_command(
         subparsers, "partition", "partition a graph into OUT/NAME.json + OUT/partK/", __doc__
     )
-    parser.add_argument("--graph", required=True, help="input .npz or edge-list text file")
+    parser.add_argument("--graph", default=None, help="input .npz or edge-list text file")
+    parser.add_argument(
+        "--chunks",
+        default=None,
+        help="a chunked graph's folder (graphstore chunk): partition it with the MPI ranks this runs on "
+        "(mpirun -np K graphstore partition --chunks ...; methods metis (ParMETIS API), random, range)",
+    )
     parser.add_argument("--name", default=None, help="graph name (default: the input file's stem)")
     parser.add_argument("--num-parts", type=int, required=True, help="number of partitions")
     parser.add_argument("--out", required=True, help="output folder")
@@ -88,6 +94,10 @@ def format_stats(stats: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Partition the graph and print its statistics."""
+    if (args.graph is None) == (args.chunks is None):
+        raise ValueError("give exactly one of --graph FILE and --chunks FOLDER")
+    if args.chunks is not None:
+        return run_parallel(args)
     from graphstore.partition import load_graph, partition_graph
     from graphstore.partition.input_adapters import parse_name_map
     from graphstore.partition.writer import check_output_folder
@@ -121,3 +131,60 @@ def run(args: argparse.Namespace) -> int:
     stats["total_seconds"] += load_seconds
     print(json.dumps(stats) if args.json else format_stats(stats))
     return 0
+
+
+def run_parallel(args: argparse.Namespace) -> int:
+    """``--chunks``: the parallel pipeline over the MPI ranks (rank 0 prints the statistics)."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ValueError(
+            f"--chunks needs mpi4py and an MPI library (deploy/system-packages.sh): {exc}"
+        ) from None
+    from graphstore.partition.chunked import read_metadata
+    from graphstore.partition.parallel import ParallelJob, partition_chunks
+
+    for flag in ("ndata_map", "edata_map", "feat_dtype", "num_nodes"):
+        if getattr(args, flag) is not None:
+            raise ValueError(f"--{flag.replace('_', '-')} does not apply to --chunks")
+    name = args.name or read_metadata(args.chunks).graph_name
+    balance = (
+        [p.strip() for p in args.balance_ntypes.split(",") if p.strip()] if args.balance_ntypes else None
+    )
+    job = ParallelJob(
+        chunks=args.chunks,
+        graph_name=name,
+        num_parts=args.num_parts,
+        out_path=args.out,
+        part_method=args.method,
+        balance_ntypes=balance,
+        balance_edges=args.balance_edges,
+        seed=args.seed,
+        overwrite=args.overwrite,
+    )
+    stats = partition_chunks(job)
+    if MPI.COMM_WORLD.rank == 0:
+        print(json.dumps(stats) if args.json else format_parallel_stats(stats), flush=True)
+    return 0
+
+
+def format_parallel_stats(stats: dict) -> str:
+    """The human-readable summary of a parallel run: the serial table plus one line per rank."""
+    lines = [
+        f"graph: {stats['num_nodes']:,} nodes, {stats['num_edges']:,} edges -> "
+        f"{stats['num_parts']} partitions "
+        f"({stats['part_method']}, {stats['num_ranks']} ranks)",
+        f"edge cut: {stats['edge_cut'] * 100:.2f}% of directed edges cross partitions",
+        "nodes per partition: " + ", ".join(f"{n:,}" for n in stats["part_nodes"]),
+        "edges per partition: " + ", ".join(f"{n:,}" for n in stats["part_edges"]),
+        f"time: {stats['total_seconds']:.1f}s; "
+        f"peak RSS {stats['peak_rss_bytes'] / 2**30:.2f} GiB (largest rank), "
+        f"{stats['total_peak_rss_bytes'] / 2**30:.2f} GiB (all ranks)",
+    ]
+    for r in stats["ranks"]:
+        phases = ", ".join(
+            f"{k} {v:.1f}s/{r['peak_rss_bytes'][k] / 2**30:.2f}GiB" for k, v in r["seconds"].items()
+        )
+        lines.append(f"rank {r['rank']} ({r['host']}): {phases}")
+    lines.append(f"config: {stats['config_path']}")
+    return "\n".join(lines)
