@@ -163,9 +163,14 @@ def test_node_split_and_edge_split(compat_graph: CompatGraph):
     mask[th.arange(g.num_edges())] = th.from_numpy(edge_mask)
     edges = dgl.distributed.edge_split(mask, pb, etype="_E", rank=0, force_even=True)
     np.testing.assert_array_equal(np.sort(edges.numpy()), np.flatnonzero(edge_mask))
-    with pytest.raises(NotImplementedError, match="node_trainer_ids"):
+    # One trainer: DGL's trainer IDs change nothing; trainer IDs of the wrong length are refused.
+    by_trainer = dgl.distributed.node_split(
+        g.ndata["train_mask"], pb, rank=0, node_trainer_ids=th.zeros(NUM_NODES, dtype=th.int64)
+    )
+    assert th.equal(by_trainer, train)
+    with pytest.raises(ValueError, match="trainer IDs have 3 entries"):
         dgl.distributed.node_split(
-            g.ndata["train_mask"], node_trainer_ids=th.zeros(NUM_NODES, dtype=th.int64)
+            g.ndata["train_mask"], pb, rank=0, node_trainer_ids=th.zeros(3, dtype=th.int64)
         )
 
 
