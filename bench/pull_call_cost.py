@@ -20,6 +20,7 @@ import json
 import pstats
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -27,9 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "dgl"))
 
-import grpc  # noqa: E402
 import grpc_ceiling  # noqa: E402
-from processes import Children, free_ports, wait_for_log_line  # noqa: E402
 
 from graphstore.partition import load_partition  # noqa: E402
 from graphstore.protos import pull_wire  # noqa: E402
@@ -95,9 +94,6 @@ def handler_cost(part_config: str, part_id: int, tensor: str, rows: int, calls: 
 
 def grpc_cost(rows: int, row_bytes: int, calls: int, repeats: int) -> dict:
     """Calls/s of the bare gRPC call, plain and with a deadline and metadata (medians of ``repeats``)."""
-    port = free_ports(1)[0]
-    log = Path("/tmp") / f"pull-call-cost-{port}.log"
-    command = [sys.executable, grpc_ceiling.__file__, "--port", str(port), "--row-bytes", str(row_bytes)]
     metadata = (("authorization", "Bearer " + "0" * 64),)
     variants = {
         "plain": {},
@@ -106,24 +102,20 @@ def grpc_cost(rows: int, row_bytes: int, calls: int, repeats: int) -> dict:
         "deadline_and_metadata": {"timeout": 60.0, "metadata": metadata},
     }
     rates = {name: [] for name in variants}
-    with Children() as children:
-        server = children.start(command, log_path=log)
-        wait_for_log_line(server, log, grpc_ceiling.READY, 60.0)
-        channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=grpc_ceiling._channel_options())
+    with (
+        tempfile.TemporaryDirectory() as log_dir,
+        grpc_ceiling.ceiling_server(row_bytes, Path(log_dir)) as channel,
+    ):
         call = channel.unary_unary(grpc_ceiling.METHOD)
         request = bytes(rows * grpc_ceiling.ID_BYTES)
-        try:
-            for _ in range(200):
-                call(request)
-            for _ in range(repeats):  # the variants alternate, so drift hits them alike
-                for name, options in variants.items():
-                    start = time.perf_counter()
-                    for _ in range(calls):
-                        call(request, **options)
-                    rates[name].append(calls / (time.perf_counter() - start))
-        finally:
-            channel.close()
-    log.unlink(missing_ok=True)
+        for _ in range(200):
+            call(request)
+        for _ in range(repeats):  # the variants alternate, so drift hits them alike
+            for name, options in variants.items():
+                start = time.perf_counter()
+                for _ in range(calls):
+                    call(request, **options)
+                rates[name].append(calls / (time.perf_counter() - start))
     return {f"grpc_calls_per_s_{name}": statistics.median(values) for name, values in rates.items()}
 
 

@@ -21,8 +21,10 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent import futures
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -97,13 +99,9 @@ def measure(
     return {"rows_per_s": calls * rows / seconds, "calls_per_s": calls / seconds, "calls": calls}
 
 
-def ceilings(
-    shapes: list[tuple[int, int, int]], row_bytes: int, log_dir: Path, repeats: int = 3, warmup: int = 2
-) -> dict:
-    """The ceiling of each ``(rows, threads, calls)`` shape: the median of ``repeats`` measurements.
-
-    Returns:
-        ``{"ceiling/<rows>/<threads>t": {"rows_per_s", "calls_per_s", "calls", "repeats"}}``.
+@contextmanager
+def ceiling_server(row_bytes: int, log_dir: Path) -> Iterator[grpc.Channel]:
+    """Start the ceiling server (a child process, ended on leaving); yields a channel to it.
 
     Raises:
         RuntimeError: the server exited before it was ready (its log in the message).
@@ -119,22 +117,37 @@ def ceilings(
         "--row-bytes",
         str(row_bytes),
     ]
-    results = {}
     with Children() as children:
         server = children.start(command, log_path=log_path)
         wait_for_log_line(server, log_path, READY, 60.0)
         channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=_channel_options())
         try:
-            for rows, threads, calls in shapes:
-                runs = [measure(channel, rows, threads, calls, warmup, row_bytes) for _ in range(repeats)]
-                results[f"ceiling/{rows}/{threads}t"] = {
-                    "rows_per_s": statistics.median(run["rows_per_s"] for run in runs),
-                    "calls_per_s": statistics.median(run["calls_per_s"] for run in runs),
-                    "calls": runs[0]["calls"],
-                    "repeats": repeats,
-                }
+            yield channel
         finally:
             channel.close()
+
+
+def ceilings(
+    shapes: list[tuple[int, int, int]], row_bytes: int, log_dir: Path, repeats: int = 3, warmup: int = 2
+) -> dict:
+    """The ceiling of each ``(rows, threads, calls)`` shape: the median of ``repeats`` measurements.
+
+    Returns:
+        ``{"ceiling/<rows>/<threads>t": {"rows_per_s", "calls_per_s", "calls", "repeats"}}``.
+
+    Raises:
+        RuntimeError, TimeoutError: as :func:`ceiling_server`.
+    """
+    results = {}
+    with ceiling_server(row_bytes, log_dir) as channel:
+        for rows, threads, calls in shapes:
+            runs = [measure(channel, rows, threads, calls, warmup, row_bytes) for _ in range(repeats)]
+            results[f"ceiling/{rows}/{threads}t"] = {
+                "rows_per_s": statistics.median(run["rows_per_s"] for run in runs),
+                "calls_per_s": statistics.median(run["calls_per_s"] for run in runs),
+                "calls": runs[0]["calls"],
+                "repeats": repeats,
+            }
     return results
 
 
