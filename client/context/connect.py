@@ -67,7 +67,7 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
     """
     security = config.channel_security()
     remotes: list[PartitionAPI] = []
-    readers: list[list[RemotePartition]] = []
+    replica_readers: list[list[RemotePartition]] = []
     pool = ThreadPoolExecutor(
         max_workers=max(1, len(config.all_servers)), thread_name_prefix="graphstore-connect"
     )
@@ -79,7 +79,7 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
                 RemotePartition(server.address, server.part_id, config.rpc, security, client_id=client_id)
             )
             replicas = config.replicas_of(server.part_id)
-            readers.append(
+            replica_readers.append(
                 [
                     RemotePartition(r.address, r.part_id, fail_fast, security, client_id=client_id)
                     for r in replicas
@@ -93,7 +93,7 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
             return remote.metadata()  # wait_ready checked the partition id; this returns the metadata
 
         futures = [pool.submit(ready_and_metadata, remote) for remote in remotes]
-        reader_futures = [[pool.submit(ready_and_metadata, r) for r in part] for part in readers]
+        reader_futures = [[pool.submit(ready_and_metadata, r) for r in part] for part in replica_readers]
         metas = [future.result() for future in futures]
         reader_metas = [[future.result() for future in part] for part in reader_futures]
         _check_metadata(config, metas)
@@ -103,7 +103,7 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
                 replicas = config.replicas_of(part_id)
                 remotes[part_id] = ReplicatedPartition(
                     remotes[part_id],
-                    readers[part_id],
+                    replica_readers[part_id],
                     [READ_REPLICA if r.is_read_replica else OWNER for r in replicas],
                     _replica_tensors(metas[part_id], part_metas),
                 )
@@ -117,7 +117,7 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
     except BaseException:
         for remote in remotes:
             close_quietly(remote)
-        for part in readers:
+        for part in replica_readers:
             for remote in part:
                 close_quietly(remote)
         raise
