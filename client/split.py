@@ -285,13 +285,16 @@ def _split(items, book, kind, type_name, default_type, rank, force_even, world_s
         world_size = ctx_world if world_size is None else world_size
     ids = _selected_ids(items, total, kind)
     if trainer_ids is not None and force_even:
-        owners = _whole_array(trainer_ids, total, "trainer IDs")
-        return torch.from_numpy(split_by_trainer_ids(ids, bounds, int(rank), int(world_size), owners))
+        _check_length(trainer_ids, total, "trainer IDs")
+        if int(world_size) > len(bounds) - 1:  # only then does a partition have several trainers
+            owners = _whole_array(trainer_ids, total)
+            return torch.from_numpy(split_by_trainer_ids(ids, bounds, int(rank), int(world_size), owners))
     return torch.from_numpy(split_ids(ids, bounds, int(rank), int(world_size), bool(force_even)))
 
 
-def _whole_array(values, total: int, what: str) -> np.ndarray:
-    """Every entry of a per-node (or per-edge) array, a :class:`DistTensor` or a local one, as int64.
+def _check_length(values, total: int, what: str) -> None:
+    """Check that a per-node (or per-edge) array, a :class:`DistTensor` or a local one, has ``total``
+    entries, without reading its rows.
 
     Raises:
         ValueError: not ``total`` entries.
@@ -302,11 +305,19 @@ def _whole_array(values, total: int, what: str) -> np.ndarray:
     if isinstance(values, DistTensor):
         if values.shape[0] != total:
             raise ValueError(f"{what} {values.name!r} have {values.shape[0]} rows, expected {total}")
+    elif to_numpy(values).size != total:
+        raise ValueError(f"{what} have {to_numpy(values).size} entries, expected {total}")
+
+
+def _whole_array(values, total: int) -> np.ndarray:
+    """Every entry of a per-node (or per-edge) array of ``total`` entries, a :class:`DistTensor` or a
+    local one, as int64."""
+    from graphstore.client.dist_tensor import DistTensor
+    from graphstore.ids import to_numpy
+
+    if isinstance(values, DistTensor):
         return values.read(slice(0, total)).numpy().reshape(total, -1)[:, 0].astype(np.int64)
-    arr = to_numpy(values).reshape(-1)
-    if arr.size != total:
-        raise ValueError(f"{what} have {arr.size} entries, expected {total}")
-    return arr.astype(np.int64, copy=False)
+    return to_numpy(values).reshape(-1).astype(np.int64, copy=False)
 
 
 def _selected_ids(items, total: int, policy: str) -> np.ndarray:
