@@ -68,13 +68,9 @@ class _DglNames:
 class SparseAdagrad(_DglNames, _SparseAdagrad, DistSparseGradOptimizer):
     """``SparseAdagrad(params, lr, eps=1e-10)`` over DistEmbedding tables."""
 
-    __init__ = _SparseAdagrad.__init__
-
 
 class SparseAdam(_DglNames, _SparseAdam, DistSparseGradOptimizer):
     """``SparseAdam(params, lr, betas=(0.9, 0.999), eps=1e-08)`` over DistEmbedding tables."""
-
-    __init__ = _SparseAdam.__init__
 
 
 __all__ = ["DistSparseGradOptimizer", "SparseAdagrad", "SparseAdam"]

@@ -43,11 +43,6 @@ class HeteroGraphConv(_hetero.HeteroGraphConv):
             if callable(allow):
                 allow(True)
 
-    def forward(self, g, inputs, mod_args: Mapping | None = None, mod_kwargs: Mapping | None = None):
-        """``{dst type: tensor}`` for every destination type a relation with edges reached; see
-        :meth:`graphstore.client.hetero_graph_conv.HeteroGraphConv.forward`."""
-        return super().forward(g, inputs, mod_args, mod_kwargs)
-
 
 class TypedLinear(_rel.TypedLinear):
     """``TypedLinear(in_size, out_size, num_types, regularizer=None, num_bases=None)``: a linear map per
@@ -73,32 +68,6 @@ class RelGraphConv(_rel.RelGraphConv):
     activation=None, self_loop=True, dropout=0.0, layer_norm=False)``; see
     :class:`graphstore.client.rel_graph_conv.RelGraphConv` (DGL's one-type form, and ``{ntype: feat}``
     on a typed block)."""
-
-    def __init__(
-        self,
-        in_feat: int,
-        out_feat: int,
-        num_rels: int,
-        regularizer: str | None = None,
-        num_bases: int | None = None,
-        bias: bool = True,
-        activation: Callable | None = None,
-        self_loop: bool = True,
-        dropout: float = 0.0,
-        layer_norm: bool = False,
-    ):
-        super().__init__(
-            in_feat,
-            out_feat,
-            num_rels,
-            regularizer,
-            num_bases,
-            bias,
-            activation,
-            self_loop,
-            dropout,
-            layer_norm,
-        )
 
     def forward(self, g, feat, etypes, norm: torch.Tensor | None = None, *, presorted: bool = False):
         """New destination features: ``forward(g, feat, etypes, norm=None, *, presorted=False)``.
