@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,6 +23,7 @@ import numpy as np
 from graphstore.dtypes import info, name_of
 from graphstore.partition.graph import GraphData
 from graphstore.partition.memory import release_pages
+from graphstore.partition.writer import check_output_folder, staged_output_folder, storage_dtype_name
 from graphstore.types import etype_key
 
 METADATA = "metadata.json"
@@ -254,7 +254,6 @@ def write_chunks(
         ValueError: ``num_chunks`` < 1 or an array dtype graphstore does not store.
         FileExistsError: ``out`` is not empty, without ``overwrite``.
     """
-    from graphstore.partition.writer import check_output_folder, staged_output_folder
 
     if isinstance(num_chunks, bool) or not isinstance(num_chunks, int) or num_chunks < 1:
         raise ValueError(f"num_chunks must be an int >= 1, got {num_chunks!r}")
@@ -283,7 +282,7 @@ def write_chunks(
                 meta["node_data"].setdefault(ntype, {})[name] = {
                     "format": {"name": "numpy"},
                     "data": files,
-                    "dtype": _dtype_name(arr, name),
+                    "dtype": storage_dtype_name(arr, name, None),
                     "shape": list(arr.shape[1:]),
                 }
         for e, key in enumerate(etypes):
@@ -307,20 +306,12 @@ def write_chunks(
                 meta["edge_data"].setdefault(key, {})[name] = {
                     "format": {"name": "numpy"},
                     "data": files,
-                    "dtype": _dtype_name(arr, name),
+                    "dtype": storage_dtype_name(arr, name, None),
                     "shape": list(arr.shape[1:]),
                 }
         with open(os.path.join(tmp, METADATA), "w") as fh:
             json.dump(meta, fh, indent=1)
     return os.path.join(out, METADATA)
-
-
-def _dtype_name(arr: np.ndarray, name: str) -> str:
-    try:
-        name_of(arr.dtype)
-    except ValueError:
-        raise ValueError(f"array {name!r} has dtype {arr.dtype}, which graphstore cannot store") from None
-    return name_of(arr.dtype)
 
 
 def _write_array(tmp: str, rel_dir: str, arr: np.ndarray, bounds: np.ndarray) -> list[str]:
@@ -336,8 +327,3 @@ def _write_array(tmp: str, rel_dir: str, arr: np.ndarray, bounds: np.ndarray) ->
 def storage_of(dtype_name: str) -> np.dtype:
     """The on-disk numpy dtype of a canonical dtype name."""
     return np.dtype(info(dtype_name).storage)
-
-
-def remove_tree(path: str) -> None:
-    """Remove a folder, ignoring errors (cleanup after a failure)."""
-    shutil.rmtree(path, ignore_errors=True)

@@ -41,7 +41,7 @@ from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR, feature_fi
 from graphstore.partition.memory import PhaseMeter
 from graphstore.partition.relabel import csr_pieces
 from graphstore.partition.types import FORMAT_VERSION
-from graphstore.partition.writer import _replace_folder, check_output_folder, convert_rows, write_npy
+from graphstore.partition.writer import _replace_folder, _save, check_output_folder, convert_rows, write_npy
 from graphstore.types import GraphSchema
 
 logger = logging.getLogger(__name__)
@@ -730,16 +730,16 @@ def _write_parts(col, job, graph, labels, mine, out_dir) -> list[dict]:
         toff = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
         ins = in_edges[in_part == k]
         in_pieces = csr_pieces(ins[:, 1] - ns, ins[:, 2], toff[dst_types], counts[dst_types], num_e)
-        _save(part_dir, "in_indptr", np.concatenate(in_pieces))
-        _save(part_dir, "in_src", ins[:, 0])
+        _save(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
+        _save(os.path.join(part_dir, "in_src.npy"), ins[:, 0])
         outs = out_edges[out_part == k]
         out_pieces = csr_pieces(outs[:, 0] - ns, outs[:, 3], toff[src_types], counts[src_types], num_e)
-        _save(part_dir, "out_indptr", np.concatenate(out_pieces))
-        _save(part_dir, "out_dst", outs[:, 1])
-        _save(part_dir, "out_eid", outs[:, 2])
+        _save(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
+        _save(os.path.join(part_dir, "out_dst.npy"), outs[:, 1])
+        _save(os.path.join(part_dir, "out_eid.npy"), outs[:, 2])
         pn = node_part == k
-        _save(part_dir, "orig_nid", nodes[pn, 1])
-        _save(part_dir, "orig_eid", ins[:, 3])
+        _save(os.path.join(part_dir, "orig_nid.npy"), nodes[pn, 1])
+        _save(os.path.join(part_dir, "orig_eid.npy"), ins[:, 3])
         for (ntype_name, name), (ids, rows) in mine["node_arrays"].items():
             data = convert_rows(rows[(ids >= ns) & (ids < ne)], graph.node_data[ntype_name][name]["dtype"])
             path = feature_file(part_dir, NODE_FEAT_DIR, schema, ntype_name, name)
@@ -757,10 +757,6 @@ def _write_parts(col, job, graph, labels, mine, out_dir) -> list[dict]:
     for meta in metas:
         meta["num_out_edges"] = int(col.comm.allreduce(meta["num_out_edges"]))
     return metas
-
-
-def _save(part_dir: str, name: str, arr: np.ndarray) -> None:
-    write_npy(os.path.join(part_dir, f"{name}.npy"), np.int64, arr.shape, [np.asarray(arr, dtype=np.int64)])
 
 
 def _stats(col, job, graph, labels, meter: PhaseMeter, start: float) -> dict:
