@@ -15,6 +15,8 @@ import torch
 from torch_geometric.data import EdgeAttr, EdgeLayout
 from torch_geometric.data import GraphStore as _PyGGraphStore
 
+from graphstore.client.block import csr_by_destination
+
 # Edges looked up per find_edges call when an edge index is pulled.
 FIND_EDGES_CHUNK = 1 << 20
 
@@ -96,12 +98,10 @@ class GraphStore(_PyGGraphStore):
             return src, dst
         num_src, num_dst = self.graph.num_nodes(canonical[0]), self.graph.num_nodes(canonical[2])
         if layout == EdgeLayout.CSC:
-            order = np.argsort(dst.numpy(), kind="stable")
-            colptr = _pointer(dst.numpy(), num_dst)
-            return src[torch.from_numpy(order)], colptr
-        order = np.argsort(src.numpy(), kind="stable")
-        rowptr = _pointer(src.numpy(), num_src)
-        return rowptr, dst[torch.from_numpy(order)]
+            colptr, row, _ = csr_by_destination(src, dst, num_dst)
+            return row, colptr
+        rowptr, col, _ = csr_by_destination(dst, src, num_src)
+        return rowptr, col
 
     def _put_edge_index(self, edge_index, edge_attr: EdgeAttr) -> bool:
         """The structure is the partitions' (read-only).
@@ -124,10 +124,3 @@ class GraphStore(_PyGGraphStore):
 
     def __repr__(self) -> str:
         return f"GraphStore(graph={self.graph.graph_name!r}, edge_types={self.graph.canonical_etypes})"
-
-
-def _pointer(ids: np.ndarray, num_nodes: int) -> torch.Tensor:
-    """CSR/CSC pointer (``num_nodes + 1`` offsets) of edges grouped by ``ids``."""
-    pointer = np.zeros(num_nodes + 1, dtype=np.int64)
-    np.cumsum(np.bincount(ids, minlength=num_nodes), out=pointer[1:])
-    return torch.from_numpy(pointer)
