@@ -258,7 +258,13 @@ def previous_results(path: Path) -> Path | None:
             report = json.loads(other.read_text())
         except (OSError, ValueError):
             continue
-        if isinstance(report, dict) and "summary" in report and report.get("started", "") < started:
+        # Only side-by-side results files (other benchmarks' files share the folder and the key "summary").
+        if (
+            isinstance(report, dict)
+            and "summary" in report
+            and "started" in report
+            and report["started"] < started
+        ):
             candidates.append((report["started"], other))
     return max(candidates)[1] if candidates else None
 

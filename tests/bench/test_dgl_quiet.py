@@ -101,6 +101,7 @@ def test_report_flags_a_dgl_figure_far_from_the_previous_runs(bench, tmp_path):
     (tmp_path / "2026-11-25-vm.json").write_text(json.dumps(results("2026-11-25T10:00:00", 90e3)))
     (tmp_path / "2026-11-26-vm.json").write_text(json.dumps(results("2026-11-26T10:00:00", 700e3)))
     (tmp_path / "2026-11-27-vm-quick.json").write_text(json.dumps(results("2026-11-27T09:00:00", 1.0)))
+    (tmp_path / "replicas.json").write_text(json.dumps({"summary": {}}))  # another benchmark's file
     current = tmp_path / "2026-11-27-vm.json"
     current.write_text(json.dumps(results("2026-11-27T10:00:00", 650e3)))
     assert report.previous_results(current) == tmp_path / "2026-11-26-vm.json"  # not the quick one
