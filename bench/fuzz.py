@@ -187,7 +187,7 @@ class Victim:
         self._channel = grpc.insecure_channel(address, options=channel_options(RpcPolicy()))
         self._pull = self._channel.unary_unary(f"/{SERVICE_NAME}/Pull")
         self._health = health_pb2_grpc.HealthStub(self._channel)
-        self._request = pull_wire.pull_request("feat", np.arange(0, 1000, dtype=np.int64)).SerializeToString()
+        self._request = pull_wire.pull_request("feat", np.arange(0, 1000, dtype=np.int64))
         self._stop = threading.Event()
         self.samples: list[tuple[float, float, bool]] = []  # (pull s, health s, all ok)
         self._thread = threading.Thread(target=self._run, daemon=True)

@@ -62,10 +62,7 @@ def handler_cost(part_config: str, part_id: int, tensor: str, rows: int, calls: 
     low, high = config["node_map"]["_N"][part_id]
     server = PartitionServer(load_partition(part_config, part_id))
     rng = np.random.default_rng(0)
-    requests = [
-        pull_wire.pull_request(tensor, rng.integers(low, high, rows)).SerializeToString()
-        for _ in range(calls + 100)
-    ]
+    requests = [pull_wire.pull_request(tensor, rng.integers(low, high, rows)) for _ in range(calls + 100)]
     context = _Context()
 
     class Details:

@@ -14,6 +14,7 @@ import numpy as np
 
 from graphstore.errors import IdTypeError
 from graphstore.ids import check_id_range, to_numpy
+from graphstore.protos.pull_wire import writable_rows
 
 _INT_KINDS = ("i", "u")
 # Up to this many partitions, routing uses one boolean pass per partition instead of a sort.
@@ -207,9 +208,9 @@ def assemble(
 
 def whole_answer(rows: np.ndarray, num_ids: int, row_shape: tuple[int, ...]) -> np.ndarray:
     """One partition's answer to a whole request, already in request order, as the result: shaped
-    ``[num_ids, *row_shape]`` and writable (copied only when it is a read-only view of received bytes)."""
-    rows = np.asarray(rows).reshape((num_ids, *row_shape))
-    return rows if rows.flags.writeable else rows.copy()
+    ``[num_ids, *row_shape]`` and writable (a read-only view of received bytes takes over their memory,
+    :func:`~graphstore.protos.pull_wire.writable_rows`; anything else read-only is copied)."""
+    return writable_rows(np.asarray(rows).reshape((num_ids, *row_shape)))
 
 
 def split_runs(positions: np.ndarray, min_length: int) -> tuple[list[tuple[int, int]], np.ndarray]:

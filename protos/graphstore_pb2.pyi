@@ -263,7 +263,7 @@ class ListResponse(_message.Message):
     def __init__(self, tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ...) -> None: ...
 
 class SampleRequest(_message.Message):
-    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs", "exclude_eids")
+    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs", "exclude_eids", "with_rows")
     SEEDS_FIELD_NUMBER: _ClassVar[int]
     FANOUT_FIELD_NUMBER: _ClassVar[int]
     EDGE_DIR_FIELD_NUMBER: _ClassVar[int]
@@ -274,6 +274,7 @@ class SampleRequest(_message.Message):
     FANOUTS_FIELD_NUMBER: _ClassVar[int]
     PROBS_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_EIDS_FIELD_NUMBER: _ClassVar[int]
+    WITH_ROWS_FIELD_NUMBER: _ClassVar[int]
     seeds: Tensor
     fanout: int
     edge_dir: EdgeDir
@@ -284,17 +285,30 @@ class SampleRequest(_message.Message):
     fanouts: _containers.RepeatedScalarFieldContainer[int]
     probs: _containers.RepeatedScalarFieldContainer[str]
     exclude_eids: Tensor
-    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ..., exclude_eids: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+    with_rows: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ..., exclude_eids: _Optional[_Union[Tensor, _Mapping]] = ..., with_rows: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class NodeRows(_message.Message):
+    __slots__ = ("name", "ids", "rows")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ids: Tensor
+    rows: Tensor
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
 
 class EdgesResponse(_message.Message):
-    __slots__ = ("src", "dst", "eid")
+    __slots__ = ("src", "dst", "eid", "rows")
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
     EID_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
     src: Tensor
     dst: Tensor
     eid: Tensor
-    def __init__(self, src: _Optional[_Union[Tensor, _Mapping]] = ..., dst: _Optional[_Union[Tensor, _Mapping]] = ..., eid: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+    rows: _containers.RepeatedCompositeFieldContainer[NodeRows]
+    def __init__(self, src: _Optional[_Union[Tensor, _Mapping]] = ..., dst: _Optional[_Union[Tensor, _Mapping]] = ..., eid: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[NodeRows, _Mapping]]] = ...) -> None: ...
 
 class FindEdgesRequest(_message.Message):
     __slots__ = ("eids",)
@@ -464,3 +478,53 @@ class StatsResponse(_message.Message):
     address: str
     read_replica: bool
     def __init__(self, part_id: _Optional[int] = ..., uptime_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., rss_anon_bytes: _Optional[int] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., address: _Optional[str] = ..., read_replica: _Optional[bool] = ...) -> None: ...
+
+class CallRequest(_message.Message):
+    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "timeout_us")
+    PULL_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
+    FIND_EDGES_FIELD_NUMBER: _ClassVar[int]
+    IN_SUBGRAPH_FIELD_NUMBER: _ClassVar[int]
+    DEGREES_FIELD_NUMBER: _ClassVar[int]
+    PUSH_FIELD_NUMBER: _ClassVar[int]
+    PUSH_GRAD_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_US_FIELD_NUMBER: _ClassVar[int]
+    pull: PullRequest
+    sample_neighbors: SampleRequest
+    find_edges: FindEdgesRequest
+    in_subgraph: InSubgraphRequest
+    degrees: DegreesRequest
+    push: PushRequest
+    push_grad: PushGradRequest
+    timeout_us: int
+    def __init__(self, pull: _Optional[_Union[PullRequest, _Mapping]] = ..., sample_neighbors: _Optional[_Union[SampleRequest, _Mapping]] = ..., find_edges: _Optional[_Union[FindEdgesRequest, _Mapping]] = ..., in_subgraph: _Optional[_Union[InSubgraphRequest, _Mapping]] = ..., degrees: _Optional[_Union[DegreesRequest, _Mapping]] = ..., push: _Optional[_Union[PushRequest, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
+
+class CallError(_message.Message):
+    __slots__ = ("code", "kind", "message")
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    kind: str
+    message: str
+    def __init__(self, code: _Optional[int] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
+
+class CallResponse(_message.Message):
+    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "error")
+    PULL_FIELD_NUMBER: _ClassVar[int]
+    SAMPLE_NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
+    FIND_EDGES_FIELD_NUMBER: _ClassVar[int]
+    IN_SUBGRAPH_FIELD_NUMBER: _ClassVar[int]
+    DEGREES_FIELD_NUMBER: _ClassVar[int]
+    PUSH_FIELD_NUMBER: _ClassVar[int]
+    PUSH_GRAD_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    pull: PullResponse
+    sample_neighbors: EdgesResponse
+    find_edges: EdgesResponse
+    in_subgraph: EdgesResponse
+    degrees: DegreesResponse
+    push: PushResponse
+    push_grad: PushGradResponse
+    error: CallError
+    def __init__(self, pull: _Optional[_Union[PullResponse, _Mapping]] = ..., sample_neighbors: _Optional[_Union[EdgesResponse, _Mapping]] = ..., find_edges: _Optional[_Union[EdgesResponse, _Mapping]] = ..., in_subgraph: _Optional[_Union[EdgesResponse, _Mapping]] = ..., degrees: _Optional[_Union[DegreesResponse, _Mapping]] = ..., push: _Optional[_Union[PushResponse, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...

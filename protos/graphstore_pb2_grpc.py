@@ -114,6 +114,11 @@ class PartitionServiceStub:
                 request_serializer=graphstore__pb2.StatsRequest.SerializeToString,
                 response_deserializer=graphstore__pb2.StatsResponse.FromString,
                 _registered_method=True)
+        self.Call = channel.stream_stream(
+                '/graphstore.PartitionService/Call',
+                request_serializer=graphstore__pb2.CallRequest.SerializeToString,
+                response_deserializer=graphstore__pb2.CallResponse.FromString,
+                _registered_method=True)
 
 
 class PartitionServiceServicer:
@@ -215,6 +220,12 @@ class PartitionServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Call(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_PartitionServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -297,6 +308,11 @@ def add_PartitionServiceServicer_to_server(servicer, server):
                     servicer.Stats,
                     request_deserializer=graphstore__pb2.StatsRequest.FromString,
                     response_serializer=graphstore__pb2.StatsResponse.SerializeToString,
+            ),
+            'Call': grpc.stream_stream_rpc_method_handler(
+                    servicer.Call,
+                    request_deserializer=graphstore__pb2.CallRequest.FromString,
+                    response_serializer=graphstore__pb2.CallResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -731,6 +747,33 @@ class PartitionService:
             '/graphstore.PartitionService/Stats',
             graphstore__pb2.StatsRequest.SerializeToString,
             graphstore__pb2.StatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Call(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/graphstore.PartitionService/Call',
+            graphstore__pb2.CallRequest.SerializeToString,
+            graphstore__pb2.CallResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -97,8 +97,8 @@ def _counted(behavior: Callable[[Any, grpc.ServicerContext], Any], ticket: CallT
 
 
 class CountingHandler(grpc.GenericRpcHandler):
-    """Routes this service's methods and counts each accepted call as in flight until it is answered
-    or dropped (see :class:`CallTicket`)."""
+    """Routes this service's methods and counts each accepted unary call as in flight until it is
+    answered or dropped (see :class:`CallTicket`)."""
 
     def __init__(self, handlers: dict[str, grpc.RpcMethodHandler], in_flight: InFlightCalls) -> None:
         self._handlers = handlers
@@ -107,6 +107,6 @@ class CountingHandler(grpc.GenericRpcHandler):
     def service(self, handler_call_details):
         """A handler of the called method for this one call (None for another service's method)."""
         handler = self._handlers.get(handler_call_details.method)
-        if handler is None:
-            return None
+        if handler is None or handler.unary_unary is None:
+            return handler  # a stream counts its messages itself (server/call_stream.py)
         return handler._replace(unary_unary=_counted(handler.unary_unary, CallTicket(self._in_flight)))

@@ -160,6 +160,7 @@ class RunningServer:
             metrics=self.metrics,
             write_path=self.durable.write_path,
             limits=config.limits,
+            max_call_streams=config.num_threads // 4,
         )
         self.durable.replay(self._servicer.apply_logged)
         self.load_time_s = time.monotonic() - started

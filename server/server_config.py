@@ -25,7 +25,8 @@ class ServerConfig:
             structure only (every write, run-time tensor and checkpoint call is refused with
             PermissionError; they go to the partition's owner), no periodic checkpoints or log.
         max_message_bytes: gRPC send/receive limit (clients split requests below it).
-        num_threads: worker threads answering calls (a waiting barrier participant holds none).
+        num_threads: worker threads answering calls (a waiting barrier participant holds none); at most a
+            quarter of them hold clients' open call streams (``server/call_stream.py``).
         grace_s: on shutdown, how long calls in flight may take to finish.
         token: the shared token every call but health checks must carry (None: no check).
         allow_short_token: accept a token shorter than 16 characters.

@@ -36,10 +36,11 @@ from google.protobuf.message import DecodeError
 from graphstore import dtypes
 from graphstore.errors import BarrierTimeoutError, LimitExceededError, StaleRequestError, StorageFullError
 from graphstore.limits import RequestLimits
-from graphstore.protos import codec, pull_wire
+from graphstore.protos import call_wire, codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
 from graphstore.server.barrier_calls import answer_barrier
+from graphstore.server.call_stream import CallStreams
 from graphstore.server.checkpoint_root import NamedCheckpoints
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
 from graphstore.server.limits import RequestGuard
@@ -68,6 +69,10 @@ _STATUS_TABLE: tuple[tuple[tuple[type[BaseException], ...], grpc.StatusCode, str
     ((MemoryError,), grpc.StatusCode.RESOURCE_EXHAUSTED, "MemoryError"),
     ((OSError,), grpc.StatusCode.FAILED_PRECONDITION, "OSError"),
 )
+
+
+# Call streams a servicer holds open at once when not told otherwise (each holds a worker thread).
+DEFAULT_MAX_CALL_STREAMS = 8
 
 
 def status_for(exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
@@ -116,6 +121,7 @@ class PartitionServicer:
         metrics: where to count calls, latencies and tensor bytes (None: not counted).
         write_path: the path of the mutating requests (default: a replay window, answers at once).
         limits: the bounds each request is checked against (:mod:`graphstore.server.limits`).
+        max_call_streams: the most ``Call`` streams open at once (:mod:`graphstore.server.call_stream`).
     """
 
     def __init__(
@@ -125,6 +131,7 @@ class PartitionServicer:
         metrics: ServerMetrics | None = None,
         write_path: WritePath | None = None,
         limits: RequestLimits | None = None,
+        max_call_streams: int = DEFAULT_MAX_CALL_STREAMS,
     ) -> None:
         self._server = server
         self._guard = RequestGuard(limits if limits is not None else RequestLimits(), server)
@@ -134,6 +141,7 @@ class PartitionServicer:
         self._calls_lock = threading.Lock()
         self.write_path = write_path or WritePath()
         self._in_flight = InFlightCalls()
+        self.call_streams = CallStreams(self.answer, self.refusal, self._in_flight, max_call_streams)
         self._methods: dict[str, tuple[type, Callable[[Any, grpc.ServicerContext], Any]]] = {
             "Metadata": (pb.MetadataRequest, self._metadata),
             "Pull": (pb.PullRequest, self._pull),
@@ -157,12 +165,13 @@ class PartitionServicer:
         """The handler to register with ``grpc.Server.add_generic_rpc_handlers``."""
         handlers = {
             f"/{SERVICE_NAME}/{method}": grpc.unary_unary_rpc_method_handler(
-                self._bind(method, request_type, handler),
+                self._bind(method),
                 request_deserializer=_identity,
                 response_serializer=_serialize,
             )
-            for method, (request_type, handler) in self._methods.items()
+            for method in self._methods
         }
+        handlers[f"/{SERVICE_NAME}/Call"] = self.call_streams.method_handler()
         return CountingHandler(handlers, self._in_flight)
 
     def wait_idle(self, timeout: float, settle: float = 0.1) -> bool:
@@ -184,50 +193,64 @@ class PartitionServicer:
         request_type, handler = self._methods[method]
         handler(request_type.FromString(raw), None)
 
-    def _bind(
-        self, method: str, request_type: type, handler: Callable
-    ) -> Callable[[bytes, grpc.ServicerContext], Any]:
-        metrics = self._metrics
-        mutating = method in MUTATING_METHODS
+    def answer(self, method: str, raw, context) -> Any:
+        """One call of ``method``: its raw request parsed, run (mutating ones through the write path) and
+        answered; what the unary calls and the call stream's messages both go through.
 
+        Returns:
+            The response message, or its bytes.
+
+        Raises:
+            ValueError: a request that does not parse; whatever the handler raises.
+        """
+        started = time.perf_counter()
+        code = "OK"
+        try:
+            request_type, handler = self._methods[method]
+            try:
+                request = request_type.FromString(raw)
+            except DecodeError as exc:
+                raise ValueError(
+                    f"request: {len(raw)} bytes are not a valid {request_type.__name__}: {exc}"
+                ) from None
+            if method in MUTATING_METHODS:
+                return self.write_path.run(
+                    method, request, bytes(raw), lambda: handler(request, context), context.time_remaining()
+                )
+            return handler(request, context)
+        except Exception as exc:
+            code = status_for(exc)[0].name
+            raise
+        finally:
+            self._record(method, code, time.perf_counter() - started)
+
+    def _record(self, method: str, code: str, seconds: float) -> None:
+        """Count one answered call: the Stats counters and, when kept, the metrics."""
+        with self._calls_lock:
+            self._calls[method] += 1
+        if self._metrics is not None:
+            self._metrics.rpc_done(method, code, seconds)
+
+    def _bind(self, method: str) -> Callable[[bytes, grpc.ServicerContext], Any]:
         def run(raw: bytes, context: grpc.ServicerContext) -> Any:
-            with self._calls_lock:
-                self._calls[method] += 1
-            if metrics is None:
-                return _call(raw, context)
-            started = time.perf_counter()
-            code = "OK"
             try:
-                return _call(raw, context)
-            except BaseException:
-                code = (context.code() or grpc.StatusCode.UNKNOWN).name
-                raise
-            finally:
-                metrics.rpc_done(method, code, time.perf_counter() - started)
-
-        def _call(raw: bytes, context: grpc.ServicerContext) -> Any:
-            try:
-                try:
-                    request = request_type.FromString(raw)
-                except DecodeError as exc:
-                    raise ValueError(
-                        f"request: {len(raw)} bytes are not a valid {request_type.__name__}: {exc}"
-                    ) from None
-                if mutating:
-                    return self.write_path.run(
-                        method, request, raw, lambda: handler(request, context), context.time_remaining()
-                    )
-                return handler(request, context)
+                return self.answer(method, raw, context)
             except Exception as exc:  # noqa: BLE001 - the one place that maps exceptions to statuses
-                code, message, name = status_for(exc)
-                if code == grpc.StatusCode.INTERNAL:
-                    logger.exception("%s failed", method)
-                else:
-                    logger.debug("%s: %s: %s", method, code.name, message)
+                code, message, name = self.refusal(method, exc)
                 context.set_trailing_metadata(((ERROR_METADATA_KEY, name),))
                 context.abort(code, f"{method}: {message}")
 
         return run
+
+    @staticmethod
+    def refusal(method: str, exc: BaseException) -> tuple[grpc.StatusCode, str, str]:
+        """The status of a failed call (:func:`status_for`), logged: with its traceback when INTERNAL."""
+        code, message, name = status_for(exc)
+        if code == grpc.StatusCode.INTERNAL:
+            logger.error("%s failed", method, exc_info=exc)
+        else:
+            logger.debug("%s: %s: %s", method, code.name, message)
+        return code, message, name
 
     # -- handlers: decode, call, encode ----------------------------------------------------------
 
@@ -249,10 +272,12 @@ class PartitionServicer:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
         with self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize):
-            return self._pull_rows(request.name, scheme, ids)
+            return self._pull_rows(request.name, scheme, ids, getattr(context, "answer_field", 0))
 
-    def _pull_rows(self, name: str, scheme, ids: np.ndarray) -> bytes:
-        target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype)
+    def _pull_rows(self, name: str, scheme, ids: np.ndarray, answer_field: int = 0) -> bytes:
+        """The pull answer's bytes: a ``PullResponse``, or with ``answer_field`` the ``CallResponse``
+        carrying it (the rows gathered in place either way where the interpreter allows)."""
+        target = pull_wire.pull_response_buffer((len(ids), *scheme.shape[1:]), scheme.dtype, answer_field)
         if target is not None:
             # Gather the rows straight into the answer's bytes: no copy of the payload.
             answer, rows = target
@@ -263,7 +288,8 @@ class PartitionServicer:
         rows = self._server.pull(name, ids)
         if self._metrics is not None:
             self._metrics.tensor_io(name, "pull", rows.nbytes)
-        return pull_wire.encode_pull_response(rows, scheme.dtype)
+        answer = pull_wire.encode_pull_response(rows, scheme.dtype)
+        return call_wire.call_answer("Pull", answer) if answer_field else answer
 
     def _push(self, request: pb.PushRequest, context) -> pb.PushResponse:
         scheme = self._server.tensor_scheme(request.name)

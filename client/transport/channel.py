@@ -28,9 +28,11 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphstore.auth import ChannelSecurity
+from graphstore.client.transport.call_lanes import CallLanes, LaneBroken
 from graphstore.client.transport.rpc_errors import translate_rpc_error
 from graphstore.errors import ServerUnavailableError
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos.call_wire import CALL_FIELDS
 from graphstore.protos.service import MUTATING_METHODS, SERVICE_NAME
 from graphstore.rpc import RpcPolicy
 
@@ -59,6 +61,11 @@ _RESPONSES: dict[str, Any] = {
 # Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
 _KEEPALIVE_TIME_MS = 5_000
 _KEEPALIVE_TIMEOUT_MS = 5_000
+
+
+def serialized(request: Any) -> bytes:
+    """A request's bytes: a message serialized, or bytes written by hand (``pull_wire.pull_request``)."""
+    return request if isinstance(request, bytes) else request.SerializeToString()
 
 
 def retryable(method: str, request: Any, code: grpc.StatusCode) -> bool:
@@ -119,30 +126,47 @@ class ServerChannel:
         self._calls = {
             method: self._channel.unary_unary(
                 f"/{SERVICE_NAME}/{method}",
-                request_serializer=lambda m: m.SerializeToString(),
+                request_serializer=serialized,
                 response_deserializer=response.FromString if response is not None else None,
             )
             for method, response in _RESPONSES.items()
         }
         self._health = health_pb2_grpc.HealthStub(self._channel)
+        self._lanes = (
+            CallLanes(self._channel, self._metadata, policy, address) if policy.call_streams > 0 else None
+        )
 
     def close(self) -> None:
         """Close the channel (calls after this fail)."""
+        if self._lanes is not None:
+            self._lanes.close()
         self._channel.close()
 
     def call(
         self, method: str, request: Any, timeout: float | None = None, started: float | None = None
     ) -> Any:
-        """One unary call with deadline and retries (see :func:`retryable`); errors translated.
+        """One call with deadline and retries (see :func:`retryable`); errors translated.
 
-        The whole call, retries included, ends within ``timeout`` (default ``policy.deadline_s``) plus
-        the backoff delays after ``started`` (default: now).
+        A method the call stream carries goes over one of the server's lanes when one is free
+        (:mod:`.call_lanes`; a Pull's answer is then a ``memoryview`` of the received bytes, else
+        ``bytes``); otherwise, or when the lane breaks, as a unary call. The whole call, retries
+        included, ends within ``timeout`` (default ``policy.deadline_s``) plus the backoff delays after
+        ``started`` (default: now).
 
         Raises:
             Exception: what :func:`~graphstore.client.transport.rpc_errors.translate_rpc_error` gives.
         """
         deadline = timeout if timeout is not None else self.policy.deadline_s
-        started = time.monotonic() if started is None else started
+        if started is None:
+            started = time.monotonic()
+            if self._lanes is not None and method in CALL_FIELDS:
+                try:
+                    answer = self._lanes.call(method, serialized(request), deadline)
+                except LaneBroken:
+                    answer = None  # sent again below as a unary call, within what is left of the deadline
+                if answer is not None:
+                    response = _RESPONSES[method]
+                    return answer if response is None else response.FromString(answer)
         give_up_at = started + deadline + retry_backoff_total(self.policy)
         delay = self.policy.backoff_initial_s
         stub = self._calls[method]

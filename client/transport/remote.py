@@ -243,13 +243,15 @@ class RemotePartition:
         answers = run_chunks(self._channel, requests)
         out = np.empty((len(ids), *row_shape), dtype=storage)
         for sl, raw in zip(chunks, answers, strict=True):
-            rows, _ = pull_wire.decode_pull_response(raw)
+            rows, _ = pull_wire.decode_pull_response(raw, ((sl.stop - sl.start, *row_shape), scheme.dtype))
             out[sl] = rows
         return out
 
     def _pull_one(self, name: str, ids: np.ndarray) -> np.ndarray:
-        rows, _ = pull_wire.decode_pull_response(self._call("Pull", pull_wire.pull_request(name, ids)))
-        return rows
+        scheme = self._schemes.get(name)
+        expected = None if scheme is None else ((len(ids), *scheme.shape[1:]), scheme.dtype)
+        answer = self._call("Pull", pull_wire.pull_request(name, ids))
+        return pull_wire.decode_pull_response(answer, expected)[0]
 
     def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
         """Assign (``"assign"``) or add (``"add"``) rows of ``name`` for global ``ids``.

@@ -77,14 +77,35 @@ def translate_rpc_error(
         :class:`~graphstore.errors.ServerUnavailableError`, a :class:`ResponseTooLarge`, or a
         :class:`~graphstore.errors.ServerError`.
     """
-    code = err.code()
-    details = err.details() or ""
-    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and elapsed_s is not None:
-        details = f"{details} ({attempts} attempt{'s' if attempts != 1 else ''} in {elapsed_s:.1f} s)"
     kind = ""
     for key, value in err.trailing_metadata() or ():
         if key == ERROR_METADATA_KEY:
             kind = value
+    return error_for(address, method, err.code(), err.details() or "", kind, attempts, elapsed_s)
+
+
+_CODES_BY_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def status_code(number: int) -> grpc.StatusCode:
+    """The gRPC status code of a status number (UNKNOWN for a number gRPC does not define)."""
+    return _CODES_BY_NUMBER.get(number, grpc.StatusCode.UNKNOWN)
+
+
+def error_for(
+    address: str,
+    method: str,
+    code: grpc.StatusCode,
+    details: str,
+    kind: str = "",
+    attempts: int = 1,
+    elapsed_s: float | None = None,
+) -> Exception:
+    """The exception to raise for a call that failed with ``code``, ``details`` and the server's error
+    type name ``kind`` (empty when it named none): what :func:`translate_rpc_error` returns, for a
+    failure that did not come as a ``grpc.RpcError`` (a call stream's ``CallError``)."""
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and elapsed_s is not None:
+        details = f"{details} ({attempts} attempt{'s' if attempts != 1 else ''} in {elapsed_s:.1f} s)"
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not kind and _MESSAGE_TOO_LARGE in details:
         return ResponseTooLarge(address, code.name, f"{method}: {details}")
     if kind in _UNAVAILABLE_KINDS:

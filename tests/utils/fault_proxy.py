@@ -1,9 +1,10 @@
 """A TCP proxy between a gRPC client and one server that can lose a call's answer after the server sent it.
 
 :class:`FaultProxy` forwards bytes both ways. Armed with :meth:`FaultProxy.drop_answers`, it reads the
-server's HTTP/2 frames and holds back the frames of calls (streams other than 0); when a call's last
-frame arrives (HEADERS with END_STREAM: the trailers, sent once the server has applied the request and
-answered) it throws the held frames away and closes both connections. The client sees the connection
+server's HTTP/2 frames and holds back the frames of calls (streams other than 0); when an answer arrives
+(a DATA frame: the answer's message, sent once the server has applied the request, on a unary call or
+on a long-lived call stream; or HEADERS with END_STREAM, the trailers of a call answered without a
+message) it throws the held frames away and closes both connections. The client sees the connection
 break (UNAVAILABLE) without the answer, exactly as when a network drops between the server's answer and
 the client. Frames of stream 0 (SETTINGS, PING, WINDOW_UPDATE) pass at once, so the connection stays
 healthy until then.
@@ -17,6 +18,7 @@ import socket
 import threading
 
 _FRAME_HEADER = 9
+_DATA = 0x0
 _HEADERS = 0x1
 _END_STREAM = 0x1
 
@@ -100,7 +102,7 @@ class FaultProxy:
             return self._drop > 0
 
     def _answer_complete(self) -> bool:
-        """A call's trailers went by while armed: True when this answer is to be dropped."""
+        """A call's answer went by while armed: True when this answer is to be dropped."""
         with self._lock:
             if self._skip > 0:
                 self._skip -= 1
@@ -127,7 +129,7 @@ class FaultProxy:
                         out.append(frame)
                         continue
                     held.append(frame)
-                    if kind == _HEADERS and flags & _END_STREAM:
+                    if kind == _DATA or (kind == _HEADERS and flags & _END_STREAM):
                         if self._answer_complete():
                             raise ConnectionAbortedError("answer dropped")
                         out += held
