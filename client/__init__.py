@@ -4,7 +4,15 @@ Names follow DGL's ``dgl.distributed`` so that a ported script changes only its 
 """
 
 from graphstore.client import checkpoint, device, optim
-from graphstore.client.api import exit_client, get_num_clients, get_rank, initialize, is_initialized, shutdown
+from graphstore.client.api import (
+    call_counts,
+    exit_client,
+    get_num_clients,
+    get_rank,
+    initialize,
+    is_initialized,
+    shutdown,
+)
 from graphstore.client.block import Block, to_block
 from graphstore.client.constants import EID, NID
 from graphstore.client.context import get_context
@@ -56,6 +64,7 @@ __all__ = [
     "EID",
     "NID",
     "ClusterConfig",
+    "call_counts",
     "DistEmbedding",
     "DistHeteroEmbedding",
     "DistGraph",

@@ -19,10 +19,12 @@ from graphstore.client.context import (
     ClientContext,
     context_lock,
     current_context,
+    get_context,
     set_context,
     trainer_rank_and_world,
 )
 from graphstore.client.device import bind_device, unbind_device
+from graphstore.client.transport.call_counts import MethodCounts
 from graphstore.config import ClusterConfig, config_to_mapping, parse_cluster_config
 
 logger = logging.getLogger(__name__)
@@ -174,3 +176,14 @@ def get_num_clients() -> int:
 def get_rank() -> int:
     """This trainer's rank in its group (torch.distributed, else RANK, else 0)."""
     return trainer_rank_and_world()[0]
+
+
+def call_counts() -> dict[str, MethodCounts]:
+    """Calls (round trips), request bytes and answer bytes per method that this process has sent to the
+    servers since it connected, every server summed (empty in standalone mode). Two snapshots' difference
+    divided by the batches between them is a loader's cost per mini-batch.
+
+    Raises:
+        RuntimeError: no client context.
+    """
+    return get_context().call_counts()

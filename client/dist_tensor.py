@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
@@ -27,8 +27,9 @@ from graphstore.client.buffers import RowBufferPool
 from graphstore.client.context import ClientContext, get_context
 from graphstore.client.routing import last_occurrence, normalize_index, split_by_partition, whole_answer
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
-from graphstore.client.tensor_reads import partition_reader, read_into, schedule_reads
+from graphstore.client.tensor_reads import fill_from_carried, partition_reader, read_routes
 from graphstore.errors import ServerError
+from graphstore.protos.edges_wire import CarriedRows
 from graphstore.types import InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
@@ -228,7 +229,15 @@ class DistTensor:
         """
         return self.read(index)
 
-    def read(self, index, *, dtype=None, device=None, buffers: RowBufferPool | None = None) -> torch.Tensor:
+    def read(
+        self,
+        index,
+        *,
+        dtype=None,
+        device=None,
+        buffers: RowBufferPool | None = None,
+        carried: Sequence[CarriedRows] = (),
+    ) -> torch.Tensor:
         """Rows at ``index``, optionally cast to ``dtype`` and moved to ``device`` on the client.
 
         Args:
@@ -236,6 +245,8 @@ class DistTensor:
             dtype: cast the rows (e.g. bfloat16 features to float32); None keeps the stored dtype.
             device: move the rows there; None keeps them on the CPU.
             buffers: recycle large results' memory from this pool (the loaders do); None allocates.
+            carried: rows of this tensor that arrived with a sampling answer (the loaders pass them):
+                those IDs are not read again.
 
         Returns:
             A tensor ``[len(ids), *shape[1:]]``.
@@ -247,40 +258,48 @@ class DistTensor:
             graphstore.errors.ServerUnavailableError: a server that does not answer.
         """
         ids = normalize_index(index, self._shape[0], what=f"index into DistTensor {self._name!r}")
-        rows = dtypes.to_torch(self.pull_storage(ids, buffers), self._dtype_name)
+        rows = dtypes.to_torch(self.pull_storage(ids, buffers, carried), self._dtype_name)
         if dtype is not None:
             rows = rows.to(dtypes.torch_dtype(dtypes.name_of(dtype)))
         if device is not None:
             rows = rows.to(device)
         return rows
 
-    def pull_storage(self, ids: np.ndarray, buffers: RowBufferPool | None = None) -> np.ndarray:
+    def pull_storage(
+        self, ids: np.ndarray, buffers: RowBufferPool | None = None, carried: Sequence[CarriedRows] = ()
+    ) -> np.ndarray:
         """Rows for checked int64 ``ids`` as a writable numpy storage array (bfloat16 as uint16); a
-        result assembled from several partitions is placed in memory from ``buffers`` when given."""
+        result assembled from several partitions is placed in memory from ``buffers`` when given. Rows
+        in ``carried`` (rows of this tensor that came with a sampling answer) are taken from there, and
+        only the others are read."""
         if ids.size == 0:
             return np.empty((0, *self._row_shape), dtype=self._storage_dtype)
         ctx = self._ctx
-        routes = split_by_partition(ids, ctx.bounds(self._policy_kind))
+        bounds = ctx.bounds(self._policy_kind)
+        out = None
+        if carried:
+            out = self._empty(ids.size, buffers)
+            missing = fill_from_carried(ids, carried, out)
+            routes = [(p, missing[pos], sub) for p, pos, sub in split_by_partition(ids[missing], bounds)]
+        else:
+            routes = split_by_partition(ids, bounds)
         targets = [
             (partition_reader(ctx, part_id, self._local_reads), positions, part_ids)
             for part_id, positions, part_ids in routes
         ]
-        if len(targets) == 1:
+        if out is None and len(targets) == 1:
             # One partition holds every ID (a single route keeps the request order): no reassembly.
             target, _, part_ids = targets[0]
             return whole_answer(target.pull(self._name, part_ids), ids.size, self._row_shape)
-        if buffers is not None:
-            out = buffers.empty(ids.size, self._row_shape, self._storage_dtype)
-        else:
-            out = np.empty((ids.size, *self._row_shape), dtype=self._storage_dtype)
-
-        first, concurrent = schedule_reads(targets, self._row_bytes())
-        for target, positions, part_ids in first:
-            read_into(out, target, self._name, positions, part_ids)
-        ctx.run_parallel(
-            [lambda t=t, pos=pos, i=i: read_into(out, t, self._name, pos, i) for t, pos, i in concurrent]
-        )
+        if out is None:
+            out = self._empty(ids.size, buffers)
+        read_routes(ctx, out, self._name, targets, self._row_bytes())
         return out
+
+    def _empty(self, num_rows: int, buffers: RowBufferPool | None) -> np.ndarray:
+        if buffers is not None:
+            return buffers.empty(num_rows, self._row_shape, self._storage_dtype)
+        return np.empty((num_rows, *self._row_shape), dtype=self._storage_dtype)
 
     def count_nonzero(self) -> int:
         """Number of rows with a nonzero first element (e.g. the size of a boolean mask)."""

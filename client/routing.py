@@ -14,7 +14,7 @@ import numpy as np
 
 from graphstore.errors import IdTypeError
 from graphstore.ids import check_id_range, to_numpy
-from graphstore.protos.pull_wire import writable_rows
+from graphstore.protos.tensor_wire import writable_rows
 
 _INT_KINDS = ("i", "u")
 # Up to this many partitions, routing uses one boolean pass per partition instead of a sort.

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from graphstore.client.batch_rows import BatchRows
 from graphstore.client.block import Block, to_block
 from graphstore.client.constants import NID
 from graphstore.client.sampling import EDGE_DIRS, graph_context, sample_neighbors
@@ -89,7 +90,7 @@ class NeighborSampler:
         """Number of blocks each sample has."""
         return len(self.fanouts)
 
-    def sample_blocks(self, g, seed_nodes, exclude_eids=None):
+    def sample_blocks(self, g, seed_nodes, exclude_eids=None, *, rows: BatchRows | None = None):
         """Sample the blocks of one mini-batch.
 
         Args:
@@ -97,6 +98,8 @@ class NeighborSampler:
             seed_nodes: the output nodes (unique IDs): a tensor, or ``{ntype: IDs}`` on a typed graph.
             exclude_eids: edges never to sample (e.g. the batch's own edges in link prediction): IDs, or
                 ``{etype: IDs}`` on a typed graph; left out before drawing.
+            rows: the node rows the batch asks the servers to send with their answers (the loaders'
+                features with the last hop, labels with the first); kept in it.
 
         Returns:
             ``(input_nodes, output_nodes, blocks)``: the first block's source nodes and the last block's
@@ -119,7 +122,8 @@ class NeighborSampler:
             )
         seeds = output_nodes
         blocks: list[Block] = []
-        for fanout, random_seed in zip(reversed(self.fanouts), self._layer_seeds(output_nodes), strict=True):
+        layers = list(zip(reversed(self.fanouts), self._layer_seeds(output_nodes), strict=True))
+        for hop, (fanout, random_seed) in enumerate(layers):
             frontier = sample_neighbors(
                 g,
                 seeds,
@@ -129,6 +133,8 @@ class NeighborSampler:
                 exclude_edges=exclude_eids,
                 replace=self.replace,
                 random_seed=random_seed,
+                rows=rows,
+                carry_hop=(hop == 0, hop == len(layers) - 1),
             )
             if self.edge_dir == "out":
                 frontier = frontier.reversed()  # messages flow towards the seeds

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from graphstore.client.batch_rows import BatchRows
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.per_type import (
     etype_fanouts,
@@ -22,6 +23,8 @@ from graphstore.client.per_type import (
     homo_edge_ids,
     homo_node_ids,
 )
+from graphstore.client.transport.channel import wait_all
+from graphstore.client.transport.sample_requests import SampleSpec
 from graphstore.ids import as_id_array
 
 EDGE_DIRS = ("in", "out")
@@ -43,25 +46,35 @@ def _reader(ctx, part_id: int):
     return local if local is not None else ctx.partition(part_id)
 
 
-def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_seed, exclude):
-    """A no-argument call sampling ``seeds`` on ``part_id`` (in-process when co-located)."""
-    local = ctx.local_reader(part_id)
-    args = (seeds, fanout, edge_dir, replace, prob, random_seed, exclude)
-    if local is None:
-        remote = ctx.partition(part_id)
-        return lambda: remote.sample_neighbors(*args)
+def _local_sample_call(ctx, local, part_id, seeds, spec: SampleSpec):
+    """A no-argument call sampling ``seeds`` on the co-located partition ``part_id`` in-process (its rows
+    are read in-process too, so none are carried): ``(src, dst, eid, [])``."""
+    args = (seeds, spec.fanout, spec.edge_dir, spec.replace, spec.prob, spec.random_seed, spec.exclude)
 
     def call():
         try:
-            return local.sample_neighbors(*args)
+            return (*local.sample_neighbors(*args), [])
         except KeyError:
-            if prob is None:
+            if spec.prob is None:
                 raise
             # The weights are a run-time tensor, held by the server only (the local view has the
             # partition files' data): ask the server.
-            return ctx.partition(part_id).sample_neighbors(*args)
+            return (*ctx.partition(part_id).sample_neighbors(*args), [])
 
     return call
+
+
+def _remote_sample_call(remote, seeds, spec: SampleSpec):
+    """A no-argument call sampling ``seeds`` on ``remote``: started at once where the transport can
+    (``sample_started``), run when called otherwise; ``(src, dst, eid, carried rows)``."""
+    start = getattr(remote, "sample_started", None)
+    if start is not None:
+        return start(seeds, spec)
+    with_rows = getattr(remote, "sample_with_rows", None)
+    if with_rows is not None:
+        return lambda: with_rows(seeds, spec)
+    args = (seeds, spec.fanout, spec.edge_dir, spec.replace, spec.prob, spec.random_seed, spec.exclude)
+    return lambda: (*remote.sample_neighbors(*args), [])
 
 
 def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
@@ -78,6 +91,9 @@ def sample_neighbors(
     exclude_edges=None,
     replace: bool = False,
     random_seed: int | None = None,
+    *,
+    rows: BatchRows | None = None,
+    carry_hop: tuple[bool, bool] = (True, True),
 ) -> SampledSubgraph:
     """Sample up to ``fanout`` neighbors of each node of ``nodes``, per edge type.
 
@@ -100,6 +116,9 @@ def sample_neighbors(
             type). They are left out before drawing, so a seed still gets ``fanout`` edges of its others.
         replace: sample with replacement.
         random_seed: makes the sample reproducible (in-process and over RPC alike).
+        rows: a loader's batch: the remote partitions' answers carry the node rows it asks for this hop
+            (``carry_hop``: whether this is the batch's ``(first, last)`` hop), kept in it.
+        carry_hop: see ``rows``.
 
     Returns:
         A :class:`SampledSubgraph` (frontier): per canonical edge type the sampled edges in per-type
@@ -123,7 +142,8 @@ def sample_neighbors(
     if excluded is not None and excluded.size == 0:
         excluded = None
     wire_fanout = fanouts[0] if len(fanouts) == 1 else fanouts
-    calls = []
+    with_rows, with_seed_rows = rows.ask(*carry_hop) if rows is not None else ((), ())
+    started, inline = [], []
     if seeds.size and any(fanouts):
         # An in-edge is stored (and so excluded) by its destination's partition only.
         exclude_of = (
@@ -133,14 +153,51 @@ def sample_neighbors(
         )
         for part_id, _, part_seeds in ctx.route(seeds, "node"):
             part_excluded = excluded if exclude_of is None else exclude_of.get(part_id)
-            seed = _derive_seed(random_seed, part_id)
-            calls.append(
-                _sample_call(
-                    ctx, part_id, part_seeds, wire_fanout, edge_dir, replace, probs, seed, part_excluded
-                )
+            local = ctx.local_reader(part_id)
+            spec = SampleSpec(
+                wire_fanout,
+                edge_dir,
+                replace,
+                probs,
+                _derive_seed(random_seed, part_id),
+                part_excluded,
+                () if local is not None else with_rows,
+                () if local is not None else with_seed_rows,
             )
-    results = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+            if local is not None:
+                inline.append(
+                    (len(started) + len(inline), _local_sample_call(ctx, local, part_id, part_seeds, spec))
+                )
+            else:
+                started.append(
+                    (
+                        len(started) + len(inline),
+                        _remote_sample_call(ctx.partition(part_id), part_seeds, spec),
+                    )
+                )
+    results = _run_sample_calls(ctx, inline, started)
+    if rows is not None:
+        for result in results:
+            rows.add(result[3])
     return _frontier(book, results)
+
+
+def _run_sample_calls(ctx, inline: list, started: list) -> list:
+    """The answers of every partition's sample, in partition order: the remote ones already in flight
+    go on while the co-located partition samples here (every started call is waited for, also when the
+    co-located one fails)."""
+    results: list = [None] * (len(inline) + len(started))
+    calls = [call for _, call in inline]
+    try:
+        answers = ctx.run_parallel(calls) if len(calls) > 1 else [call() for call in calls]
+    except BaseException as exc:
+        wait_all([wait for _, wait in started], failed=exc)
+        raise
+    for (index, _), answer in zip(inline, answers, strict=True):
+        results[index] = answer
+    for (index, _), answer in zip(started, wait_all([wait for _, wait in started]), strict=True):
+        results[index] = answer
+    return results
 
 
 def _frontier(book, results) -> SampledSubgraph:

@@ -13,6 +13,7 @@ import numpy as np
 
 from graphstore.client.context import ClientContext
 from graphstore.client.routing import scatter_rows, split_runs
+from graphstore.client.transport.channel import wait_all
 from graphstore.types import PartitionAPI
 
 # Runs of consecutive answer positions at least this long are copied as slices; shorter ones are
@@ -101,17 +102,23 @@ def read_into(
     fill a few long runs of the answer (copied, or gathered in-process straight into place) and a
     scattered remainder.
     """
-    runs, rest = split_runs(positions, _MIN_RUN)
-    if isinstance(reader, InProcessReader):
-        for start, stop in runs:
-            first = int(positions[start])
-            reader.pull_into(name, part_ids[start:stop], out[first : first + stop - start])
-        if not runs:
-            scatter_rows(out, positions, reader.pull(name, part_ids))
-        elif rest.size:
-            scatter_rows(out, positions[rest], reader.pull(name, part_ids[rest]))
+    if not isinstance(reader, InProcessReader):
+        place_rows(out, positions, reader.pull(name, part_ids))
         return
-    rows = reader.pull(name, part_ids).reshape((positions.size, *out.shape[1:]))
+    runs, rest = split_runs(positions, _MIN_RUN)
+    for start, stop in runs:
+        first = int(positions[start])
+        reader.pull_into(name, part_ids[start:stop], out[first : first + stop - start])
+    if not runs:
+        scatter_rows(out, positions, reader.pull(name, part_ids))
+    elif rest.size:
+        scatter_rows(out, positions[rest], reader.pull(name, part_ids[rest]))
+
+
+def place_rows(out: np.ndarray, positions: np.ndarray, rows: np.ndarray) -> None:
+    """``out[positions] = rows``: long runs of consecutive positions copied as slices, the rest scattered."""
+    rows = rows.reshape((positions.size, *out.shape[1:]))
+    runs, rest = split_runs(positions, _MIN_RUN)
     for start, stop in runs:
         first = int(positions[start])
         out[first : first + stop - start] = rows[start:stop]
@@ -119,3 +126,60 @@ def read_into(
         scatter_rows(out, positions, rows)
     elif rest.size:
         scatter_rows(out, positions[rest], rows[rest])
+
+
+def read_routes(ctx: ClientContext, out: np.ndarray, name: str, targets: list[tuple], row_bytes: int) -> None:
+    """Read every partition's rows of ``name`` into ``out`` (``targets``: ``(reader, positions, part_ids)``
+    per partition, positions into ``out``).
+
+    Remote pulls that can be sent without a thread (``pull_started``: over a free call stream, or as a
+    unary call in flight) go out first; the in-process reads then run while they are in flight
+    (:func:`schedule_reads`), and the remote rows are placed as their answers arrive: a mixed read costs
+    about what its remote part costs alone.
+    """
+    started, others = [], []
+    for target in targets:
+        start = getattr(target[0], "pull_started", None)
+        if start is None:
+            others.append(target)
+        else:
+            started.append((target[1], start(name, target[2])))
+    try:
+        first, concurrent = schedule_reads(others, row_bytes)
+        for reader, positions, part_ids in first:
+            read_into(out, reader, name, positions, part_ids)
+        ctx.run_parallel(
+            [lambda t=t, pos=pos, i=i: read_into(out, t, name, pos, i) for t, pos, i in concurrent]
+        )
+    except BaseException as exc:
+        wait_all([wait for _, wait in started], failed=exc)
+        raise
+    for (positions, _), rows in zip(started, wait_all([wait for _, wait in started]), strict=True):
+        place_rows(out, positions, rows)
+
+
+def fill_from_carried(ids: np.ndarray, carried, out: np.ndarray) -> np.ndarray:
+    """Put into ``out`` the rows of ``ids`` that arrived with another answer (``carried``: rows with their
+    sorted IDs, :class:`~graphstore.protos.edges_wire.CarriedRows`); returns the positions of ``ids``
+    still to read, in order.
+
+    >>> from graphstore.protos.edges_wire import CarriedRows
+    >>> out = np.zeros((4, 1))
+    >>> carried = [CarriedRows("x", np.array([3, 9]), np.array([[1.0], [2.0]]))]
+    >>> fill_from_carried(np.array([7, 3, 9, 3]), carried, out)
+    array([0])
+    >>> out[:, 0].tolist()
+    [0.0, 1.0, 2.0, 1.0]
+    """
+    missing = np.ones(ids.size, dtype=bool)
+    for rows in carried:
+        if rows.ids.size == 0:
+            continue
+        at = np.searchsorted(rows.ids, ids)
+        np.minimum(at, rows.ids.size - 1, out=at)
+        hit = (rows.ids[at] == ids) & missing
+        found = np.flatnonzero(hit)
+        if found.size:
+            out[found] = rows.rows[at[found]]
+            missing[found] = False
+    return np.flatnonzero(missing)

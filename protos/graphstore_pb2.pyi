@@ -263,7 +263,7 @@ class ListResponse(_message.Message):
     def __init__(self, tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ...) -> None: ...
 
 class SampleRequest(_message.Message):
-    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs", "exclude_eids", "with_rows")
+    __slots__ = ("seeds", "fanout", "edge_dir", "replace", "prob", "has_random_seed", "random_seed", "fanouts", "probs", "exclude_eids", "with_rows", "with_seed_rows")
     SEEDS_FIELD_NUMBER: _ClassVar[int]
     FANOUT_FIELD_NUMBER: _ClassVar[int]
     EDGE_DIR_FIELD_NUMBER: _ClassVar[int]
@@ -275,6 +275,7 @@ class SampleRequest(_message.Message):
     PROBS_FIELD_NUMBER: _ClassVar[int]
     EXCLUDE_EIDS_FIELD_NUMBER: _ClassVar[int]
     WITH_ROWS_FIELD_NUMBER: _ClassVar[int]
+    WITH_SEED_ROWS_FIELD_NUMBER: _ClassVar[int]
     seeds: Tensor
     fanout: int
     edge_dir: EdgeDir
@@ -286,29 +287,34 @@ class SampleRequest(_message.Message):
     probs: _containers.RepeatedScalarFieldContainer[str]
     exclude_eids: Tensor
     with_rows: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ..., exclude_eids: _Optional[_Union[Tensor, _Mapping]] = ..., with_rows: _Optional[_Iterable[str]] = ...) -> None: ...
+    with_seed_rows: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, seeds: _Optional[_Union[Tensor, _Mapping]] = ..., fanout: _Optional[int] = ..., edge_dir: _Optional[_Union[EdgeDir, str]] = ..., replace: _Optional[bool] = ..., prob: _Optional[str] = ..., has_random_seed: _Optional[bool] = ..., random_seed: _Optional[int] = ..., fanouts: _Optional[_Iterable[int]] = ..., probs: _Optional[_Iterable[str]] = ..., exclude_eids: _Optional[_Union[Tensor, _Mapping]] = ..., with_rows: _Optional[_Iterable[str]] = ..., with_seed_rows: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class NodeRows(_message.Message):
-    __slots__ = ("name", "ids", "rows")
+    __slots__ = ("name", "ids", "rows", "padding")
     NAME_FIELD_NUMBER: _ClassVar[int]
     IDS_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     name: str
     ids: Tensor
     rows: Tensor
-    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ...) -> None: ...
+    padding: bytes
+    def __init__(self, name: _Optional[str] = ..., ids: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Union[Tensor, _Mapping]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class EdgesResponse(_message.Message):
-    __slots__ = ("src", "dst", "eid", "rows")
+    __slots__ = ("src", "dst", "eid", "rows", "padding")
     SRC_FIELD_NUMBER: _ClassVar[int]
     DST_FIELD_NUMBER: _ClassVar[int]
     EID_FIELD_NUMBER: _ClassVar[int]
     ROWS_FIELD_NUMBER: _ClassVar[int]
+    PADDING_FIELD_NUMBER: _ClassVar[int]
     src: Tensor
     dst: Tensor
     eid: Tensor
     rows: _containers.RepeatedCompositeFieldContainer[NodeRows]
-    def __init__(self, src: _Optional[_Union[Tensor, _Mapping]] = ..., dst: _Optional[_Union[Tensor, _Mapping]] = ..., eid: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[NodeRows, _Mapping]]] = ...) -> None: ...
+    padding: bytes
+    def __init__(self, src: _Optional[_Union[Tensor, _Mapping]] = ..., dst: _Optional[_Union[Tensor, _Mapping]] = ..., eid: _Optional[_Union[Tensor, _Mapping]] = ..., rows: _Optional[_Iterable[_Union[NodeRows, _Mapping]]] = ..., padding: _Optional[bytes] = ...) -> None: ...
 
 class FindEdgesRequest(_message.Message):
     __slots__ = ("eids",)

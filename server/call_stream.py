@@ -33,14 +33,16 @@ class StreamCall:
     """What a handler asks of its call's context, for a call answered on a stream.
 
     Attributes:
-        answer_field: the field of ``CallResponse`` the answer goes in (a pull answer is built in place
-            around it).
+        answer_field: the field of ``CallResponse`` the answer goes in.
+        framed: set by a handler whose answer is already that ``CallResponse`` (built in place around
+            the field: pulls, edges); other answers are framed here.
     """
 
-    __slots__ = ("_ends_at", "answer_field")
+    __slots__ = ("_ends_at", "answer_field", "framed")
 
     def __init__(self, answer_field: int, timeout_s: float | None) -> None:
         self.answer_field = answer_field
+        self.framed = False
         self._ends_at = None if timeout_s is None else time.monotonic() + timeout_s
 
     def time_remaining(self) -> float | None:
@@ -110,13 +112,13 @@ class CallStreams:
                 method, request, timeout_s = call_wire.read_call_request(raw)
             except ValueError as exc:
                 return call_wire.call_error(grpc.StatusCode.INVALID_ARGUMENT.value[0], "ValueError", str(exc))
-            field = call_wire.CALL_FIELDS[method]
+            call = StreamCall(call_wire.CALL_FIELDS[method], timeout_s)
             try:
-                answer = self._answer(method, request, StreamCall(field, timeout_s))
+                answer = self._answer(method, request, call)
             except Exception as exc:  # noqa: BLE001 - refusals travel as CallError, the stream stays open
                 code, message, kind = self._refusal(method, exc)
                 return call_wire.call_error(code.value[0], kind, f"{method}: {message}")
-            if method == "Pull" and isinstance(answer, bytes):
+            if call.framed:
                 return answer  # built in place around its CallResponse field
             if not isinstance(answer, bytes):
                 answer = answer.SerializeToString()

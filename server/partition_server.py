@@ -126,6 +126,11 @@ class PartitionServer:
         return self._partition
 
     @property
+    def book(self):
+        """The partition book (every partition's ID ranges)."""
+        return self._book
+
+    @property
     def store(self) -> TensorStore:
         """The named tensors (for in-process callers such as benchmarks and tests)."""
         return self._store

@@ -27,6 +27,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -38,9 +39,11 @@ from graphstore.errors import BarrierTimeoutError, LimitExceededError, StaleRequ
 from graphstore.limits import RequestLimits
 from graphstore.protos import call_wire, codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos.edges_wire import EdgesAnswer
 from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERVICE_NAME
 from graphstore.server.barrier_calls import answer_barrier
 from graphstore.server.call_stream import CallStreams
+from graphstore.server.carried_rows import rows_to_carry
 from graphstore.server.checkpoint_root import NamedCheckpoints
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
 from graphstore.server.limits import RequestGuard
@@ -271,8 +274,11 @@ class PartitionServicer:
     def _pull(self, request: pb.PullRequest, context) -> bytes:
         scheme = self._server.tensor_scheme(request.name)
         ids = codec.read_ids(request.ids, "ids")
+        answer_field = getattr(context, "answer_field", 0)
+        if answer_field:
+            context.framed = True
         with self._guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize):
-            return self._pull_rows(request.name, scheme, ids, getattr(context, "answer_field", 0))
+            return self._pull_rows(request.name, scheme, ids, answer_field)
 
     def _pull_rows(self, name: str, scheme, ids: np.ndarray, answer_field: int = 0) -> bytes:
         """The pull answer's bytes: a ``PullResponse``, or with ``answer_field`` the ``CallResponse``
@@ -343,22 +349,28 @@ class PartitionServicer:
         return response
 
     @staticmethod
-    def _edges(src: np.ndarray, dst: np.ndarray, eid: np.ndarray | None) -> pb.EdgesResponse:
-        response = pb.EdgesResponse()
-        codec.write_ids(response.src, src)
-        codec.write_ids(response.dst, dst)
-        if eid is not None:
-            codec.write_ids(response.eid, eid)
-        return response
+    def _edges(
+        src: np.ndarray, dst: np.ndarray, eid: np.ndarray | None, context, carried: list | None = None
+    ) -> bytes:
+        """The edges answer being built in place (``protos/edges_wire.py``), inside its call stream field
+        when answered on a stream; the caller gathers the carried rows into its targets."""
+        field = getattr(context, "answer_field", 0)
+        answer = EdgesAnswer(src, dst, eid, carried or (), field)
+        if field:
+            context.framed = True
+        return answer
 
-    def _sample(self, request: pb.SampleRequest, context) -> pb.EdgesResponse:
+    def _sample(self, request: pb.SampleRequest, context) -> bytes:
         seeds = codec.read_ids(request.seeds, "seeds")
         edge_dir = codec.edge_dir_from_wire(request.edge_dir)
         fanout = list(request.fanouts) if request.fanouts else int(request.fanout)
         exclude_eids = (
             codec.read_ids(request.exclude_eids, "exclude_eids") if request.HasField("exclude_eids") else None
         )
-        with self._guard.sample(seeds, fanout, edge_dir, request.replace, exclude_eids):
+        with (
+            self._guard.sample(seeds, fanout, edge_dir, request.replace, exclude_eids),
+            ExitStack() as reservations,
+        ):
             src, dst, eid = self._server.sample_neighbors(
                 seeds,
                 fanout,
@@ -368,19 +380,36 @@ class PartitionServicer:
                 request.random_seed if request.has_random_seed else None,
                 exclude_eids,
             )
-            return self._edges(src, dst, eid)
+            carried = []
+            if request.with_rows or request.with_seed_rows:
+                carried = rows_to_carry(
+                    self._server,
+                    self._guard,
+                    self._server.book,
+                    list(request.with_rows),
+                    list(request.with_seed_rows),
+                    seeds,
+                    src if edge_dir == "in" else dst,
+                    reservations,
+                )
+            answer = self._edges(src, dst, eid, context, carried)
+            for rows, target in zip(carried, answer.targets, strict=True):
+                self._server.pull_into(rows.name, rows.ids, target)
+                if self._metrics is not None:
+                    self._metrics.tensor_io(rows.name, "pull", target.nbytes)
+            return answer.serialized()
 
-    def _find_edges(self, request: pb.FindEdgesRequest, context) -> pb.EdgesResponse:
+    def _find_edges(self, request: pb.FindEdgesRequest, context) -> bytes:
         eids = codec.read_ids(request.eids, "eids")
         with self._guard.rows(len(eids), "eids"):
             src, dst = self._server.find_edges(eids)
-            return self._edges(src, dst, eids)
+            return self._edges(src, dst, eids, context).serialized()
 
-    def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> pb.EdgesResponse:
+    def _in_subgraph(self, request: pb.InSubgraphRequest, context) -> bytes:
         nodes = codec.read_ids(request.nodes, "nodes")
         with self._guard.in_subgraph(nodes):
             src, dst, eid = self._server.in_subgraph(nodes)
-            return self._edges(src, dst, eid)
+            return self._edges(src, dst, eid, context).serialized()
 
     def _degrees(self, request: pb.DegreesRequest, context) -> pb.DegreesResponse:
         nids = codec.read_ids(request.nids, "nids")

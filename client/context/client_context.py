@@ -31,6 +31,7 @@ from graphstore.client.context.trainer_rank import trainer_rank_and_world
 from graphstore.client.routing import split_by_partition
 from graphstore.client.split import rank_partitions
 from graphstore.client.transport import open_in_process
+from graphstore.client.transport.call_counts import MethodCounts, merged
 from graphstore.client.transport.request_ids import new_client_id
 from graphstore.config import ClusterConfig
 from graphstore.errors import ServerError
@@ -248,6 +249,10 @@ class ClientContext:
         """Drop ``name`` from the cache (after deleting it)."""
         with self._schemes_lock:
             self._schemes.pop(name, None)
+
+    def call_counts(self) -> dict[str, MethodCounts]:
+        """Calls and bytes per method sent to every server so far (:func:`graphstore.client.call_counts`)."""
+        return merged(p.call_counts() for p in self._partitions if hasattr(p, "call_counts"))
 
     def run_parallel(self, calls: list[Callable[[], T]]) -> list[T]:
         """Run ``calls`` concurrently on the shared pool; results in order; re-raise the first failure.

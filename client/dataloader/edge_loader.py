@@ -49,8 +49,9 @@ class DistEdgeDataLoader(GraphLoaderBase):
         reverse_eids: for ``'reverse_id'``: ``reverse_eids[e]`` is the ID of edge ``e``'s reverse.
         reverse_etypes: for ``'reverse_types'``: ``{etype: its reverse edge type}`` (both ways, as DGL).
         device, load_features, prefetch, num_workers, seed, equal_batches, cache_remote_features,
-            pin_memory, use_uva, placement, feature_dtype: as in DistNodeDataLoader (the pair graphs land
-            on ``device`` too; they are built on the CPU, the blocks where the graph is held).
+            pin_memory, use_uva, placement, feature_dtype, carry_node_data: as in DistNodeDataLoader (the
+            pair graphs land on ``device`` too; they are built on the CPU, the blocks where the graph is
+            held).
 
     Raises:
         ValueError: an unknown ``exclude``; ``'reverse_id'`` without a full ``reverse_eids`` or on a typed
@@ -82,6 +83,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
         use_uva: bool = False,
         placement: str | None = None,
         feature_dtype=None,
+        carry_node_data: bool = True,
     ):
         if exclude not in EXCLUDE_MODES:
             raise ValueError(f"exclude must be one of {EXCLUDE_MODES}, got {exclude!r}")
@@ -101,6 +103,7 @@ class DistEdgeDataLoader(GraphLoaderBase):
             use_uva,
             placement,
             feature_dtype,
+            carry_node_data,
         )
         self.reverse_eids = None
         if exclude == "reverse_id":
@@ -147,13 +150,14 @@ class DistEdgeDataLoader(GraphLoaderBase):
         seeds, local = compact_by_type({}, arrays, num_nodes)
         seeds_t = {t: torch.from_numpy(ids) for t, ids in seeds.items()}
         excluded = self._excluded(batch, pairs)
+        rows = self._batch_rows(with_labels=False)
         if typed:
-            input_nodes, _, blocks = self._sample_blocks(seeds_t, excluded)
+            input_nodes, _, blocks = self._sample_blocks(seeds_t, excluded, rows)
         else:
             (only,) = seeds_t.values()
             exclude = None if excluded is None else next(iter(excluded.values()))
-            input_nodes, _, blocks = self._sample_blocks(only, exclude)
-        self._attach(input_nodes, None, blocks)
+            input_nodes, _, blocks = self._sample_blocks(only, exclude, rows)
+        self._attach(input_nodes, None, blocks, rows)
         local_pairs = iter(local)
         pair = self._pair_graph(
             {c: (next(local_pairs), next(local_pairs)) for c in pairs},

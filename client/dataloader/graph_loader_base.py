@@ -4,10 +4,12 @@ the output nodes), and the move of each finished batch to the loader's device (:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 
 import torch
 
+from graphstore.client.batch_rows import BatchRows
 from graphstore.client.block import Block
 from graphstore.client.buffers import RowBufferPool
 from graphstore.client.dataloader.data_names import FROM_GRAPH, default_feature_names, default_label_name
@@ -73,6 +75,14 @@ def node_data_plan(g, names, what: str) -> dict[str, tuple[str, ...]]:
     return plan
 
 
+def _takes_rows(sampler) -> bool:
+    """Whether ``sampler.sample_blocks`` takes the batch's ``rows`` (a subclass overriding it may not)."""
+    try:
+        return "rows" in inspect.signature(sampler.sample_blocks).parameters
+    except (AttributeError, TypeError, ValueError):
+        return False
+
+
 class GraphLoaderBase(LoaderBase):
     """Node data pulls and device moves shared by the node and edge loaders.
 
@@ -93,9 +103,12 @@ class GraphLoaderBase(LoaderBase):
         use_uva: bool = False,
         placement: str | None = None,
         feature_dtype: torch.dtype | None = None,
+        carry_node_data: bool = True,
     ) -> None:
         self.g = g
         self.graph_sampler = sampler
+        self.carry_node_data = bool(carry_node_data)
+        self._carried_names: tuple[tuple[str, ...], tuple[str, ...]] | None = None
         if device is None:
             device = getattr(sampler, "output_device", None)
         self.device = resolve_device(device)
@@ -169,29 +182,57 @@ class GraphLoaderBase(LoaderBase):
         for reader in self._device_data.values():
             reader.clock = clock
 
-    def _sample_blocks(self, seeds, exclude_eids=None):
-        """The sampler's blocks for ``seeds``: on the device when its graph is held there."""
-        with timed(self._clock, "sample"):
-            return self._sample_blocks_untimed(seeds, exclude_eids)
+    def _batch_rows(self, with_labels: bool) -> BatchRows | None:
+        """What one batch asks the servers to send with its sampling answers: its features (not those
+        a feature cache serves) and, for a node loader, its labels; None when nothing is carried (turned
+        off, the device path, or a sampler that does not take it)."""
+        if (
+            not self.carry_node_data
+            or self._device_sampler is not None
+            or not _takes_rows(self.graph_sampler)
+        ):
+            return None
+        if self._carried_names is None:
+            data = self.g.nodes
+            features = tuple(
+                data[ntype].data[name].name
+                for ntype, names in self.features.items()
+                for name in names
+                if name not in self.feature_caches
+            )
+            labels = tuple(
+                data[ntype].data[name].name for ntype, names in self.labels.items() for name in names
+            )
+            self._carried_names = features, labels
+        features, labels = self._carried_names
+        return BatchRows(features, labels if with_labels else ())
 
-    def _sample_blocks_untimed(self, seeds, exclude_eids=None):
+    def _sample_blocks(self, seeds, exclude_eids=None, rows: BatchRows | None = None):
+        """The sampler's blocks for ``seeds``: on the device when its graph is held there; the batch's
+        ``rows`` ride along with the answers."""
+        with timed(self._clock, "sample"):
+            return self._sample_blocks_untimed(seeds, exclude_eids, rows)
+
+    def _sample_blocks_untimed(self, seeds, exclude_eids=None, rows: BatchRows | None = None):
         if self._device_sampler is not None:
             return self._device_sampler.sample_blocks(self.graph_sampler, seeds, exclude_eids)
+        extra = {} if rows is None else {"rows": rows}
         if exclude_eids is None:
-            return self.graph_sampler.sample_blocks(self.g, seeds)
-        return self.graph_sampler.sample_blocks(self.g, seeds, exclude_eids=exclude_eids)
+            return self.graph_sampler.sample_blocks(self.g, seeds, **extra)
+        return self.graph_sampler.sample_blocks(self.g, seeds, exclude_eids=exclude_eids, **extra)
 
-    def _read_node_data(self, ntype: str, name: str, ids, buffers=None):
-        """Rows of node data ``name`` of ``ntype`` for ``ids``: read on the device when it is held there."""
+    def _read_node_data(self, ntype: str, name: str, ids, buffers=None, rows: BatchRows | None = None):
+        """Rows of node data ``name`` of ``ntype`` for ``ids``: read on the device when it is held there;
+        those the batch's sampling answers carried are not read again."""
         reader = self._device_data.get((ntype, name))
         if reader is not None:
             return reader.read(torch.as_tensor(ids).to(self.device))
         cache = self.feature_caches.get(name)
         if cache is not None:
             return cache.read(ids)
-        if buffers is not None:
-            return self.g.nodes[ntype].data[name].read(ids, buffers=buffers)
-        return self.g.nodes[ntype].data[name][ids]
+        data = self.g.nodes[ntype].data[name]
+        carried = rows.of(data.name) if rows is not None else ()
+        return data.read(ids, buffers=buffers, carried=carried)
 
     @property
     def pin_memory(self) -> bool:
@@ -202,18 +243,19 @@ class GraphLoaderBase(LoaderBase):
         """``{feature: counters}`` of the loader's feature caches (see :meth:`RemoteFeatureCache.stats`)."""
         return {name: cache.stats(reset) for name, cache in self.feature_caches.items()}
 
-    def _attach(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
+    def _attach(self, input_nodes, output_nodes, blocks: list[Block], rows: BatchRows | None = None) -> None:
         """Pull the input features into ``blocks[0]``'s source frames and the labels of ``output_nodes``
-        into ``blocks[-1]``'s destination frames (node IDs: a tensor, or ``{ntype: IDs}``)."""
+        into ``blocks[-1]``'s destination frames (node IDs: a tensor, or ``{ntype: IDs}``); rows the
+        sampling answers carried (``rows``) are taken from there."""
         with timed(self._clock, "gather"):
-            self._attach_untimed(input_nodes, output_nodes, blocks)
+            self._attach_untimed(input_nodes, output_nodes, blocks, rows)
 
-    def _attach_untimed(self, input_nodes, output_nodes, blocks: list[Block]) -> None:
+    def _attach_untimed(self, input_nodes, output_nodes, blocks: list[Block], rows=None) -> None:
         for ntype, names in self.features.items():
             ids = input_nodes[ntype] if isinstance(input_nodes, Mapping) else input_nodes
             frame = blocks[0].srcnodes[ntype].data
             for name in names:
-                frame[name] = self._read_node_data(ntype, name, ids, self._buffers)
+                frame[name] = self._read_node_data(ntype, name, ids, self._buffers, rows)
         if output_nodes is None:
             return
         for ntype, names in self.labels.items():
@@ -222,7 +264,7 @@ class GraphLoaderBase(LoaderBase):
             ids = output_nodes[ntype] if isinstance(output_nodes, Mapping) else output_nodes
             frame = blocks[-1].dstnodes[ntype].data
             for name in names:
-                frame[name] = self._read_node_data(ntype, name, ids)
+                frame[name] = self._read_node_data(ntype, name, ids, rows=rows)
 
     def _make_batch(self, positions):
         with self._transfer.producing():

@@ -58,6 +58,10 @@ class DistNodeDataLoader(GraphLoaderBase):
         feature_dtype: deliver floating input features in this type (e.g. ``torch.bfloat16`` for a
             bf16 model: held and gathered in it, half the bytes); None: the stored type. Applies with
             a ``placement``.
+        carry_node_data: ask the servers to send each batch's node data with their sampling answers
+            (input features with the last hop, labels with the first: ``client/batch_rows.py``), so that
+            only the rows no answer carried are pulled afterwards. The device path (``placement``) and
+            samplers other than :class:`~graphstore.client.samplers.NeighborSampler` pull as before.
 
     Raises:
         KeyError: a feature or label name the graph does not have.
@@ -84,6 +88,7 @@ class DistNodeDataLoader(GraphLoaderBase):
         use_uva: bool = False,
         placement: str | None = None,
         feature_dtype=None,
+        carry_node_data: bool = True,
     ):
         self.items = LoaderItems(nids, "nids", lambda ntype: g.ntypes[g.get_ntype_id(ntype)])
         self._init_graph(
@@ -97,6 +102,7 @@ class DistNodeDataLoader(GraphLoaderBase):
             use_uva,
             placement,
             feature_dtype,
+            carry_node_data,
         )
         super().__init__(
             len(self.items), batch_size, shuffle, drop_last, prefetch, num_workers, seed, equal_batches
@@ -104,6 +110,7 @@ class DistNodeDataLoader(GraphLoaderBase):
 
     def _produce(self, positions: np.ndarray):
         seeds = self.items.take(positions)
-        input_nodes, output_nodes, blocks = self._sample_blocks(seeds)
-        self._attach(input_nodes, output_nodes, blocks)
+        rows = self._batch_rows(with_labels=True)
+        input_nodes, output_nodes, blocks = self._sample_blocks(seeds, rows=rows)
+        self._attach(input_nodes, output_nodes, blocks, rows)
         return input_nodes, output_nodes, blocks

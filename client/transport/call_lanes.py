@@ -44,6 +44,16 @@ class LaneBroken(Exception):
     """A lane's stream failed before the call was answered; send the call again as a unary call."""
 
 
+class PendingCall:
+    """A call sent on a lane whose answer is still to be read (:meth:`CallLanes.finish`)."""
+
+    __slots__ = ("lane", "method")
+
+    def __init__(self, lane: _Lane, method: str) -> None:
+        self.lane = lane
+        self.method = method
+
+
 class _Lane:
     """One open ``Call`` stream: requests go into a queue that gRPC's sender drains, answers are read in
     order. ``deadline_at`` is the deadline of the call in flight (0: none in flight)."""
@@ -94,7 +104,7 @@ class CallLanes:
         self._wake = threading.Event()
 
     def call(self, method: str, request: bytes, timeout_s: float):
-        """Send one call of ``method`` (its serialized ``request``) over a lane.
+        """Send one call of ``method`` (its serialized ``request``) over a lane and wait for its answer.
 
         Returns:
             A view of the answer's bytes (the method's response), or None when no lane could take the call
@@ -104,13 +114,28 @@ class CallLanes:
             LaneBroken: the lane failed before the answer came (send the call again as a unary call).
             Exception: the server's refusal of the call, as :func:`~.rpc_errors.error_for` gives it.
         """
+        pending = self.start(method, request, timeout_s)
+        return None if pending is None else self.finish(pending)
+
+    def start(self, method: str, request: bytes, timeout_s: float) -> PendingCall | None:
+        """Send one call over a lane without waiting: its answer is read by :meth:`finish` (which must
+        be called; a call never finished holds its lane until the watchdog ends it at the deadline).
+
+        Returns:
+            The call in flight, or None when no lane could take it.
+        """
         lane = self._take(timeout_s)
         if lane is None:
             return None
-        payload = call_wire.call_request(method, request, timeout_s)
         lane.deadline_at = time.monotonic() + timeout_s
+        lane.requests.put(call_wire.call_request(method, request, timeout_s))
+        return PendingCall(lane, method)
+
+    def finish(self, pending: PendingCall):
+        """The answer of a started call (see :meth:`call` for what it returns and raises)."""
+        lane, method = pending.lane, pending.method
         try:
-            raw = lane.exchange(payload)
+            raw = next(lane.answers)
         except (grpc.RpcError, StopIteration) as err:
             self._drop(lane, err)
             raise LaneBroken(f"{method}: the call stream to {self._address} ended") from None
@@ -205,6 +230,7 @@ class CallLanes:
             now = time.monotonic()
             with self._lock:
                 late = [lane for lane in self._busy if 0.0 < lane.deadline_at < now]
+                self._busy.difference_update(late)  # a call never finished leaves no lane behind
             for lane in late:
                 lane.timed_out = True
                 lane.answers.cancel()

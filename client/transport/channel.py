@@ -28,6 +28,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from graphstore.auth import ChannelSecurity
+from graphstore.client.transport.call_counts import CallCounts, size_of
 from graphstore.client.transport.call_lanes import CallLanes, LaneBroken
 from graphstore.client.transport.rpc_errors import translate_rpc_error
 from graphstore.errors import ServerUnavailableError
@@ -46,9 +47,9 @@ _RESPONSES: dict[str, Any] = {
     "Init": pb.InitResponse,
     "Delete": pb.DeleteResponse,
     "List": pb.ListResponse,
-    "SampleNeighbors": pb.EdgesResponse,
-    "FindEdges": pb.EdgesResponse,
-    "InSubgraph": pb.EdgesResponse,
+    "SampleNeighbors": None,  # raw bytes, decoded by edges_wire.read_edges_answer
+    "FindEdges": None,
+    "InSubgraph": None,
     "Degrees": pb.DegreesResponse,
     "PushGrad": pb.PushGradResponse,
     "Barrier": pb.BarrierResponse,
@@ -61,6 +62,23 @@ _RESPONSES: dict[str, Any] = {
 # Keepalive while calls are in flight: a ping unanswered for this long closes the connection.
 _KEEPALIVE_TIME_MS = 5_000
 _KEEPALIVE_TIMEOUT_MS = 5_000
+
+
+def wait_all(waits: list[Callable[[], Any]], failed: BaseException | None = None) -> list[Any]:
+    """The answers of calls already sent (their ``start_call`` functions), in order. Every one is waited
+    for, so no call stream stays held, even after one failed or after ``failed`` (an error of the work
+    done meanwhile); then the first failure is raised.
+    """
+    answers, first = [], failed
+    for wait in waits:
+        try:
+            answers.append(wait())
+        except BaseException as exc:  # noqa: BLE001 - raised below, once every call is answered
+            first = first or exc
+            answers.append(None)
+    if first is not None:
+        raise first
+    return answers
 
 
 def serialized(request: Any) -> bytes:
@@ -135,6 +153,7 @@ class ServerChannel:
         self._lanes = (
             CallLanes(self._channel, self._metadata, policy, address) if policy.call_streams > 0 else None
         )
+        self.counts = CallCounts()
 
     def close(self) -> None:
         """Close the channel (calls after this fail)."""
@@ -160,11 +179,13 @@ class ServerChannel:
         if started is None:
             started = time.monotonic()
             if self._lanes is not None and method in CALL_FIELDS:
+                payload = serialized(request)
                 try:
-                    answer = self._lanes.call(method, serialized(request), deadline)
+                    answer = self._lanes.call(method, payload, deadline)
                 except LaneBroken:
                     answer = None  # sent again below as a unary call, within what is left of the deadline
                 if answer is not None:
+                    self.counts.add(method, len(payload), len(answer))
                     response = _RESPONSES[method]
                     return answer if response is None else response.FromString(answer)
         give_up_at = started + deadline + retry_backoff_total(self.policy)
@@ -175,7 +196,7 @@ class ServerChannel:
             attempts += 1
             remaining = give_up_at - time.monotonic()
             try:
-                return stub(request, timeout=max(min(deadline, remaining), 0.001), metadata=self._metadata)
+                answer = stub(request, timeout=max(min(deadline, remaining), 0.001), metadata=self._metadata)
             except grpc.RpcError as err:
                 retry = (
                     retryable(method, request, err.code())
@@ -189,6 +210,8 @@ class ServerChannel:
                 raise translate_rpc_error(
                     self.address, method, err, attempts, time.monotonic() - started
                 ) from None
+            self.counts.add(method, size_of(request), size_of(answer))
+            return answer
 
     def call_future(self, method: str, request: Any) -> Callable[[], Any]:
         """Start a call; returns a function that waits for it (retrying synchronously, see :meth:`call`)."""
@@ -197,13 +220,37 @@ class ServerChannel:
 
         def result() -> Any:
             try:
-                return future.result()
+                answer = future.result()
             except grpc.RpcError as err:
                 if retryable(method, request, err.code()):
                     return self.call(method, request, started=started)
                 raise translate_rpc_error(self.address, method, err, 1, time.monotonic() - started) from None
+            self.counts.add(method, size_of(request), size_of(answer))
+            return answer
 
         return result
+
+    def start_call(self, method: str, request: Any) -> Callable[[], Any]:
+        """Send a call now and return the function that waits for its answer (what :meth:`call` would
+        return): over a lane when one is free (no thread involved), else as a unary call in flight. The
+        caller does other work meanwhile (a co-located partition's read) and must call the function."""
+        if self._lanes is not None and method in CALL_FIELDS:
+            started = time.monotonic()
+            payload = serialized(request)
+            pending = self._lanes.start(method, payload, self.policy.deadline_s)
+            if pending is not None:
+
+                def result() -> Any:
+                    try:
+                        answer = self._lanes.finish(pending)
+                    except LaneBroken:
+                        return self.call(method, request, started=started)
+                    self.counts.add(method, len(payload), len(answer))
+                    response = _RESPONSES[method]
+                    return answer if response is None else response.FromString(answer)
+
+                return result
+        return self.call_future(method, request)
 
     def health(self, timeout: float) -> str:
         """The server's health status name (``"SERVING"``, ``"NOT_SERVING"``, ...).

@@ -17,7 +17,7 @@ import numpy as np
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.rpc_errors import ResponseTooLarge
 from graphstore.errors import LimitExceededError, MemoryBudgetError
-from graphstore.protos import codec
+from graphstore.protos.edges_wire import CarriedRows, read_edges_answer
 
 # Chunks of one pull or push in flight at once.
 MAX_CHUNKS_IN_FLIGHT = 4
@@ -55,7 +55,7 @@ def query_edges_in_chunks(
     ids: np.ndarray,
     per_chunk: int,
     make_request: Callable[[np.ndarray, int], tuple[str, Any]],
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
     """Run edge queries over chunks of ``ids``; a chunk whose answer is too large is halved.
 
     Args:
@@ -66,12 +66,14 @@ def query_edges_in_chunks(
             chunks ``2i`` and ``2i + 1``.
 
     Returns:
-        ``(src, dst, eid)`` of every chunk's answer, in chunk order.
+        ``(src, dst, eid, carried rows)`` of every chunk's answer, in chunk order (the edge arrays are
+        read-only views of the received answers when there is one chunk).
 
     Raises:
         ValueError: the answer for a single ID exceeds the message limit.
     """
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    carried: list[CarriedRows] = []
     stack = [(sl.start, sl.stop, i) for i, sl in enumerate(split_rows(len(ids), per_chunk))][::-1]
     while stack:
         lo, hi, index = stack.pop()
@@ -90,10 +92,10 @@ def query_edges_in_chunks(
             mid = (lo + hi) // 2
             stack += [(mid, hi, index * 2 + 1), (lo, mid, index * 2)]
             continue
-        src = codec.read_ids(response.src, "src")
-        dst = codec.read_ids(response.dst, "dst")
-        eid = codec.read_ids(response.eid, "eid") if response.eid.shape else np.empty(0, np.int64)
+        src, dst, eid, rows = read_edges_answer(response)
         parts.append((src, dst, eid))
+        carried += rows
     if len(parts) == 1:
-        return parts[0]
-    return tuple(np.concatenate(arrays) for arrays in zip(*parts, strict=True))  # type: ignore[return-value]
+        return (*parts[0], carried)
+    src, dst, eid = (np.concatenate(arrays) for arrays in zip(*parts, strict=True))
+    return src, dst, eid, carried

@@ -27,21 +27,29 @@ import numpy as np
 
 from graphstore import dtypes
 from graphstore.auth import NO_SECURITY, ChannelSecurity
-from graphstore.client.transport.barrier_poll import wait_at_barrier
+from graphstore.client.transport.call_counts import MethodCounts
 from graphstore.client.transport.channel import ServerChannel
 from graphstore.client.transport.chunking import query_edges_in_chunks, run_chunks, split_rows
 from graphstore.client.transport.pull_coalescer import PullCoalescers
+from graphstore.client.transport.remote_admin import RemoteAdminCalls
 from graphstore.client.transport.request_ids import RequestIds
+from graphstore.client.transport.rpc_errors import ResponseTooLarge
+from graphstore.client.transport.sample_requests import (
+    DEGREE_MARGIN,
+    EDGE_ANSWER_BYTES,
+    SampleSpec,
+)
 from graphstore.client.transport.write_requests import (
-    checkpoint_request,
     init_request,
     push_grad_request,
     push_request,
 )
+from graphstore.errors import LimitExceededError, MemoryBudgetError
 from graphstore.ids import as_id_array
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos import codec, pull_wire
 from graphstore.protos import graphstore_pb2 as pb
+from graphstore.protos.edges_wire import CarriedRows, read_edges_answer
 from graphstore.rpc import RpcPolicy
 from graphstore.types import (
     InitSpec,
@@ -51,16 +59,8 @@ from graphstore.types import (
     TensorScheme,
 )
 
-# Answers whose size is not known in advance (all neighbors, in-subgraphs) are sized from the average
-# degree times this margin; a chunk that still comes back too large is split in half and retried.
-_DEGREE_MARGIN = 4.0
-# Bytes an edge takes in an answer: its source, destination and edge ID (int64 each).
-_EDGE_ANSWER_BYTES = 24.0
-# Checkpoints and restores move whole tensors; they get at least this deadline.
-_BULK_DEADLINE_S = 600.0
 
-
-class RemotePartition:
+class RemotePartition(RemoteAdminCalls):
     """A partition server reached over gRPC (implements ``PartitionAPI``).
 
     Args:
@@ -186,6 +186,10 @@ class RemotePartition:
             self._schemes = {s.name: s for s in meta.tensors}
         return meta
 
+    def call_counts(self) -> dict[str, MethodCounts]:
+        """Calls, request bytes and answer bytes per method this client sent to the server."""
+        return self._channel.counts.snapshot()
+
     def stats(self) -> ServerStats:
         """The server's uptime, memory and counters."""
         return codec.read_stats(self._call("Stats", pb.StatsRequest()))
@@ -246,6 +250,26 @@ class RemotePartition:
             rows, _ = pull_wire.decode_pull_response(raw, ((sl.stop - sl.start, *row_shape), scheme.dtype))
             out[sl] = rows
         return out
+
+    def pull_started(self, name: str, ids: np.ndarray) -> Callable[[], np.ndarray]:
+        """:meth:`pull`, sent now: returns the function that waits for the rows. A pull of one chunk goes
+        out at once (over a free call stream, else as a unary call in flight), so the caller reads other
+        partitions meanwhile; a larger one runs when the function is called.
+
+        Raises:
+            ValueError: IDs that are not a 1-d integer array (at once).
+        """
+        ids = as_id_array(ids, "ids", one_dim=True)
+        scheme = self._schemes.get(name)
+        if scheme is None:
+            return lambda: self.pull(name, ids)
+        row_shape = tuple(scheme.shape[1:])
+        row_bytes = dtypes.info(scheme.dtype).storage.itemsize * int(np.prod(row_shape, dtype=np.int64))
+        if len(ids) * row_bytes > self.policy.chunk_bytes:
+            return lambda: self.pull(name, ids)
+        answer = self._channel.start_call("Pull", pull_wire.pull_request(name, ids))
+        expected = ((len(ids), *row_shape), scheme.dtype)
+        return lambda: pull_wire.decode_pull_response(answer(), expected)[0]
 
     def _pull_one(self, name: str, ids: np.ndarray) -> np.ndarray:
         scheme = self._schemes.get(name)
@@ -337,7 +361,7 @@ class RemotePartition:
         ids: np.ndarray,
         answer_bytes_per_id: float,
         make_request: Callable[[np.ndarray, int], tuple[str, Any]],
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
         """Edge queries over chunks of ``ids`` sized from the expected answer (see
         :func:`~graphstore.client.transport.chunking.query_edges_in_chunks`)."""
         per_chunk = max(1, int(self.policy.chunk_bytes // max(answer_bytes_per_id, 8.0)))
@@ -345,7 +369,7 @@ class RemotePartition:
 
     def _query_edges_of(
         self, method: str, request_type: type, ids_field: str, ids: np.ndarray, answer_bytes_per_id: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
         """:meth:`_query_edges` for a request that carries nothing but the IDs (in ``ids_field``)."""
 
         def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
@@ -373,32 +397,62 @@ class RemotePartition:
             ValueError: bad seeds, fanout, edge_dir or prob.
             KeyError: unknown prob tensor.
         """
-        seeds = as_id_array(seeds, "seeds", one_dim=True)
         exclude = None if exclude_eids is None else as_id_array(exclude_eids, "exclude_eids", one_dim=True)
-        wire_dir = codec.edge_dir_to_wire(edge_dir)
-        fanouts = [int(fanout)] if isinstance(fanout, (int, np.integer)) else [int(f) for f in fanout]
-        budget = sum(f if f >= 0 else self._average_degree() * _DEGREE_MARGIN for f in fanouts)
-        per_seed = _EDGE_ANSWER_BYTES * budget
+        spec = SampleSpec(fanout, edge_dir, replace, prob, random_seed, exclude)
+        return self.sample_with_rows(seeds, spec)[:3]
 
-        def make_request(chunk: np.ndarray, index: int) -> tuple[str, Any]:
-            request = pb.SampleRequest(edge_dir=wire_dir, replace=replace)
-            if isinstance(fanout, (int, np.integer)):
-                request.fanout = int(fanout)
-            else:
-                request.fanouts[:] = fanouts
-            if isinstance(prob, str):
-                request.prob = prob
-            elif prob:
-                request.probs[:] = [p or "" for p in prob]
-            codec.write_ids(request.seeds, chunk)
-            if exclude is not None:
-                codec.write_ids(request.exclude_eids, exclude)
-            if random_seed is not None:
-                request.has_random_seed = True
-                request.random_seed = int(random_seed) + index  # chunks draw different, reproducible streams
-            return "SampleNeighbors", request
+    def sample_with_rows(
+        self, seeds: np.ndarray, spec: SampleSpec
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
+        """:meth:`sample_neighbors` with the arguments of ``spec``, and the node rows its answer carries
+        (``spec.with_rows`` for the seeds and sampled neighbors this partition owns, ``with_seed_rows``
+        for the seeds): ``(src, dst, eid, carried rows)``. A server that carries none (an older one)
+        answers with the edges only.
 
-        return self._query_edges(seeds, per_seed, make_request)
+        Raises:
+            ValueError: bad seeds, fanout, edge_dir or prob; a carried tensor that is not a node tensor.
+            KeyError: unknown prob or carried tensor.
+        """
+        seeds = as_id_array(seeds, "seeds", one_dim=True)
+        codec.edge_dir_to_wire(spec.edge_dir)  # a bad edge_dir fails before anything is sent
+        row_bytes = {}
+        for name in (*spec.with_rows, *spec.with_seed_rows):
+            scheme = self._scheme(name)
+            if scheme is not None:
+                count = int(np.prod(scheme.shape[1:], dtype=np.int64))
+                row_bytes[name] = count * dtypes.info(scheme.dtype).storage.itemsize
+        per_seed = spec.answer_bytes_per_seed(self._average_degree(), row_bytes)
+        return self._query_edges(
+            seeds, per_seed, lambda chunk, i: ("SampleNeighbors", spec.request(chunk, i))
+        )
+
+    def sample_started(
+        self, seeds: np.ndarray, spec: SampleSpec
+    ) -> Callable[[], tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]]:
+        """:meth:`sample_with_rows`, sent now: returns the function that waits for its answer. A sample of
+        one chunk goes out at once; a larger one runs when the function is called."""
+        seeds = as_id_array(seeds, "seeds", one_dim=True)
+        row_bytes = {}
+        for name in (*spec.with_rows, *spec.with_seed_rows):
+            scheme = self._schemes.get(name)
+            if scheme is None:
+                return lambda: self.sample_with_rows(seeds, spec)
+            count = int(np.prod(scheme.shape[1:], dtype=np.int64))
+            row_bytes[name] = count * dtypes.info(scheme.dtype).storage.itemsize
+        per_seed = spec.answer_bytes_per_seed(self._average_degree(), row_bytes)
+        if len(seeds) * per_seed > self.policy.chunk_bytes:
+            return lambda: self.sample_with_rows(seeds, spec)
+        answer = self._channel.start_call(*spec.chunk_request(seeds, 0))
+
+        def result() -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
+            try:
+                return read_edges_answer(answer())
+            except (ResponseTooLarge, LimitExceededError) as exc:
+                if isinstance(exc, MemoryBudgetError):
+                    raise
+                return self.sample_with_rows(seeds, spec)  # in chunks sized to fit
+
+        return result
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(src, dst)`` of edges owned by this partition.
@@ -407,7 +461,9 @@ class RemotePartition:
             ValueError: an edge not owned here.
         """
         eids = as_id_array(eids, "eids", one_dim=True)
-        src, dst, _ = self._query_edges_of("FindEdges", pb.FindEdgesRequest, "eids", eids, _EDGE_ANSWER_BYTES)
+        src, dst, _, _ = self._query_edges_of(
+            "FindEdges", pb.FindEdgesRequest, "eids", eids, EDGE_ANSWER_BYTES
+        )
         return src, dst
 
     def in_subgraph(self, nodes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -417,8 +473,8 @@ class RemotePartition:
             ValueError: a node not owned here.
         """
         nodes = as_id_array(nodes, "nodes", one_dim=True)
-        per_node = _EDGE_ANSWER_BYTES * self._average_degree() * _DEGREE_MARGIN
-        return self._query_edges_of("InSubgraph", pb.InSubgraphRequest, "nodes", nodes, per_node)
+        per_node = EDGE_ANSWER_BYTES * self._average_degree() * DEGREE_MARGIN
+        return self._query_edges_of("InSubgraph", pb.InSubgraphRequest, "nodes", nodes, per_node)[:3]
 
     def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
         """In- or out-degrees (int64) of nodes owned by this partition, over every edge type or over
@@ -482,71 +538,3 @@ class RemotePartition:
             max(grads[:1].nbytes + 8, 1),
             lambda sl: push_grad_request(name, ids[sl], grads[sl], optimizer),
         )
-
-    def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
-        """Wait until ``count`` participants reached barrier ``name`` on this server (polling: no server
-        thread waits, see :mod:`~graphstore.client.transport.barrier_poll`).
-
-        Raises:
-            ValueError: bad count or timeout.
-            TimeoutError: (BarrierTimeoutError) not everyone arrived within ``timeout_s``.
-            ServerUnavailableError: the server did not answer.
-        """
-        return wait_at_barrier(
-            lambda request: self._call("Barrier", request), name, count, timeout_s, participant
-        )
-
-    def checkpoint(
-        self, path: str, names: list[str] | None = None, save_id: str | None = None
-    ) -> tuple[list[str], int]:
-        """Write tensors (all run-time tensors by default) under ``path`` on the server's host: straight
-        into ``path``, or as this server's part of the cluster-wide save ``save_id`` (then
-        :meth:`commit_checkpoint` or :meth:`abort_checkpoint`; ``server/checkpoint_set.py``).
-
-        Returns:
-            ``(files written, rows written)``.
-        """
-        return self._checkpoint_phase(path, names, save_id, "write")
-
-    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
-        """Make the save ``save_id`` (every server wrote its part) the checkpoint of ``names`` at ``path``.
-
-        Raises:
-            FileNotFoundError: this server's part of the save is not there.
-        """
-        self._checkpoint_phase(path, names, save_id, "commit")
-
-    def abort_checkpoint(self, path: str, save_id: str) -> None:
-        """Remove the files of the unfinished save ``save_id`` under ``path``."""
-        self._checkpoint_phase(path, None, save_id, "abort")
-
-    def _checkpoint_phase(
-        self, path: str, names: list[str] | None, save_id: str | None, phase: str
-    ) -> tuple[list[str], int]:
-        request = self._ids.stamp(checkpoint_request(path, names, save_id, phase))
-        response = self._call("Checkpoint", request, timeout=max(self.policy.deadline_s, _BULK_DEADLINE_S))
-        return list(response.files), response.rows
-
-    def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
-        """Restore tensors from a checkpoint folder on the server's host.
-
-        Returns:
-            ``(restored names, rows restored)``.
-
-        Raises:
-            FileNotFoundError: missing folder or tensor.
-            ValueError: another graph's checkpoint or a scheme mismatch.
-        """
-        request = self._ids.stamp(pb.RestoreRequest(path=path))
-        request.names[:] = list(names or [])
-        response = self._call("Restore", request, timeout=max(self.policy.deadline_s, _BULK_DEADLINE_S))
-        self.list_tensors()
-        return list(response.names), response.rows
-
-    def shutdown(self) -> None:
-        """Ask the server to stop (it finishes the calls in flight, then exits).
-
-        Raises:
-            ServerUnavailableError: the server could not be reached.
-        """
-        self._call("Shutdown", pb.ShutdownRequest())

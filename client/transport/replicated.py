@@ -30,8 +30,11 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from graphstore.client.transport.call_counts import MethodCounts, merged
 from graphstore.client.transport.remote import RemotePartition
+from graphstore.client.transport.sample_requests import SampleSpec
 from graphstore.errors import ServerUnavailableError
+from graphstore.protos.edges_wire import CarriedRows
 from graphstore.types import PartitionMetadata
 
 T = TypeVar("T")
@@ -307,6 +310,17 @@ class ReplicatedPartition:
             ),
         )
 
+    def sample_with_rows(
+        self, seeds: np.ndarray, spec: SampleSpec
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[CarriedRows]]:
+        """A sample and the node rows it carries (see :meth:`RemotePartition.sample_with_rows`): from any
+        replica when the replicas hold every tensor it names, else from the owner."""
+        probs = [spec.prob] if isinstance(spec.prob, str) else list(spec.prob or [])
+        named = [p for p in probs if p] + [*spec.with_rows, *spec.with_seed_rows]
+        if any(name not in self._replica_tensors for name in named):
+            return self._owner.sample_with_rows(seeds, spec)
+        return self._read("SampleNeighbors", lambda remote: remote.sample_with_rows(seeds, spec))
+
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(src, dst)`` of edges of this partition, from any replica."""
         return self._read("FindEdges", lambda remote: remote.find_edges(eids))
@@ -318,6 +332,10 @@ class ReplicatedPartition:
     def degrees(self, nids: np.ndarray, edge_dir: str = "in", etype: int | None = None) -> np.ndarray:
         """Degrees of nodes of this partition, from any replica."""
         return self._read("Degrees", lambda remote: remote.degrees(nids, edge_dir, etype))
+
+    def call_counts(self) -> dict[str, MethodCounts]:
+        """Calls and bytes per method sent to the owner and every replica."""
+        return merged([self._owner.call_counts(), *(r.remote.call_counts() for r in self._replicas)])
 
     def metadata(self) -> PartitionMetadata:
         """The owner's metadata (its tensor schemes include the run-time tensors)."""

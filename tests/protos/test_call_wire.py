@@ -70,7 +70,7 @@ def test_a_pull_answer_built_in_place_for_the_stream_is_a_call_response(rows, dt
     values = (np.arange(rows * 5) % 251).astype(storage).reshape(rows, 5)
     answer, target = pull_wire.pull_response_buffer((rows, 5), dtype, outer_field=1)
     target[...] = values
-    assert target.ctypes.data % 16 == 0 or rows == 0  # gathered into an aligned destination
+    assert target.ctypes.data % 16 == 0 or target.nbytes < 64  # gathered into an aligned destination
     parsed = pb.CallResponse.FromString(answer)
     assert parsed.WhichOneof("answer") == "pull"
     field, payload = call_wire.read_call_answer(answer)
