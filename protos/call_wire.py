@@ -31,6 +31,7 @@ CALL_FIELDS: dict[str, int] = {
     "Degrees": 5,
     "Push": 6,
     "PushGrad": 7,
+    "List": 8,
 }
 ERROR_FIELD = 15
 TIMEOUT_FIELD = 15

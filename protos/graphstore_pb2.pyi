@@ -486,7 +486,7 @@ class StatsResponse(_message.Message):
     def __init__(self, part_id: _Optional[int] = ..., uptime_s: _Optional[float] = ..., rss_bytes: _Optional[int] = ..., rss_anon_bytes: _Optional[int] = ..., tensors: _Optional[_Iterable[_Union[TensorScheme, _Mapping]]] = ..., counters: _Optional[_Mapping[str, int]] = ..., address: _Optional[str] = ..., read_replica: _Optional[bool] = ...) -> None: ...
 
 class CallRequest(_message.Message):
-    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "timeout_us")
+    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "list", "timeout_us")
     PULL_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
     FIND_EDGES_FIELD_NUMBER: _ClassVar[int]
@@ -494,6 +494,7 @@ class CallRequest(_message.Message):
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     PUSH_FIELD_NUMBER: _ClassVar[int]
     PUSH_GRAD_FIELD_NUMBER: _ClassVar[int]
+    LIST_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_US_FIELD_NUMBER: _ClassVar[int]
     pull: PullRequest
     sample_neighbors: SampleRequest
@@ -502,8 +503,9 @@ class CallRequest(_message.Message):
     degrees: DegreesRequest
     push: PushRequest
     push_grad: PushGradRequest
+    list: ListRequest
     timeout_us: int
-    def __init__(self, pull: _Optional[_Union[PullRequest, _Mapping]] = ..., sample_neighbors: _Optional[_Union[SampleRequest, _Mapping]] = ..., find_edges: _Optional[_Union[FindEdgesRequest, _Mapping]] = ..., in_subgraph: _Optional[_Union[InSubgraphRequest, _Mapping]] = ..., degrees: _Optional[_Union[DegreesRequest, _Mapping]] = ..., push: _Optional[_Union[PushRequest, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
+    def __init__(self, pull: _Optional[_Union[PullRequest, _Mapping]] = ..., sample_neighbors: _Optional[_Union[SampleRequest, _Mapping]] = ..., find_edges: _Optional[_Union[FindEdgesRequest, _Mapping]] = ..., in_subgraph: _Optional[_Union[InSubgraphRequest, _Mapping]] = ..., degrees: _Optional[_Union[DegreesRequest, _Mapping]] = ..., push: _Optional[_Union[PushRequest, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradRequest, _Mapping]] = ..., list: _Optional[_Union[ListRequest, _Mapping]] = ..., timeout_us: _Optional[int] = ...) -> None: ...
 
 class CallError(_message.Message):
     __slots__ = ("code", "kind", "message")
@@ -516,7 +518,7 @@ class CallError(_message.Message):
     def __init__(self, code: _Optional[int] = ..., kind: _Optional[str] = ..., message: _Optional[str] = ...) -> None: ...
 
 class CallResponse(_message.Message):
-    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "error")
+    __slots__ = ("pull", "sample_neighbors", "find_edges", "in_subgraph", "degrees", "push", "push_grad", "list", "error")
     PULL_FIELD_NUMBER: _ClassVar[int]
     SAMPLE_NEIGHBORS_FIELD_NUMBER: _ClassVar[int]
     FIND_EDGES_FIELD_NUMBER: _ClassVar[int]
@@ -524,6 +526,7 @@ class CallResponse(_message.Message):
     DEGREES_FIELD_NUMBER: _ClassVar[int]
     PUSH_FIELD_NUMBER: _ClassVar[int]
     PUSH_GRAD_FIELD_NUMBER: _ClassVar[int]
+    LIST_FIELD_NUMBER: _ClassVar[int]
     ERROR_FIELD_NUMBER: _ClassVar[int]
     pull: PullResponse
     sample_neighbors: EdgesResponse
@@ -532,5 +535,6 @@ class CallResponse(_message.Message):
     degrees: DegreesResponse
     push: PushResponse
     push_grad: PushGradResponse
+    list: ListResponse
     error: CallError
-    def __init__(self, pull: _Optional[_Union[PullResponse, _Mapping]] = ..., sample_neighbors: _Optional[_Union[EdgesResponse, _Mapping]] = ..., find_edges: _Optional[_Union[EdgesResponse, _Mapping]] = ..., in_subgraph: _Optional[_Union[EdgesResponse, _Mapping]] = ..., degrees: _Optional[_Union[DegreesResponse, _Mapping]] = ..., push: _Optional[_Union[PushResponse, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...
+    def __init__(self, pull: _Optional[_Union[PullResponse, _Mapping]] = ..., sample_neighbors: _Optional[_Union[EdgesResponse, _Mapping]] = ..., find_edges: _Optional[_Union[EdgesResponse, _Mapping]] = ..., in_subgraph: _Optional[_Union[EdgesResponse, _Mapping]] = ..., degrees: _Optional[_Union[DegreesResponse, _Mapping]] = ..., push: _Optional[_Union[PushResponse, _Mapping]] = ..., push_grad: _Optional[_Union[PushGradResponse, _Mapping]] = ..., list: _Optional[_Union[ListResponse, _Mapping]] = ..., error: _Optional[_Union[CallError, _Mapping]] = ...) -> None: ...

@@ -34,9 +34,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import time
-import weakref
-from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 
 import numpy as np
 import torch
@@ -54,6 +52,7 @@ from graphstore.client.optim.exchange import (
 )
 from graphstore.client.optim.ownership import owner_of, trainer_assignment
 from graphstore.client.optim.step_timings import StepTimings
+from graphstore.client.transport.channel import wait_all
 from graphstore.client.transport.write_batch import WriteBatch
 from graphstore.types import OptimizerConfig
 
@@ -119,7 +118,6 @@ class SparseGradOptimizer:
         self._params = params
         self._config = config
         self.timings = StepTimings()
-        self._executor: ThreadPoolExecutor | None = None
         self._bounds_cache: dict[tuple[str, str, int], tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
     @property
@@ -189,9 +187,9 @@ class SparseGradOptimizer:
         t0 = time.perf_counter()
         try:
             traces = self._recorded_traces()
-            # The existence check's RPCs overlap the gathering and the exchange; it is joined before
-            # anything is pushed.
-            existence = self._background().submit(self._check_exist, ctx)
+            # The existence check's calls are in flight during the gathering and the exchange; they are
+            # answered before anything is pushed.
+            existence = self._start_existence_check(ctx)
             gathered = self._gather_local(traces, group_active, inv_scale)
         except Exception as exc:  # reported to the peers below, then re-raised
             error = exc
@@ -213,7 +211,8 @@ class SparseGradOptimizer:
                     merged = [mean_by_id(ids, sums, counts) for ids, sums, counts in gathered]
                 merged = [(ids.cpu().numpy(), grads.cpu().numpy()) for ids, grads in merged]
                 t3 = time.perf_counter()
-                existence.result()  # KeyError: an embedding is gone; push nothing
+                started, existence = existence, None  # each started call is answered exactly once
+                self._check_exist(wait_all([wait for _, wait in started]), started)  # KeyError: push nothing
                 self._push(ctx, merged)
             except Exception as exc:  # the peers learn about it in the agreement below
                 push_error = exc
@@ -228,6 +227,11 @@ class SparseGradOptimizer:
             forget_scaler_state(self)
             raise
         finally:
+            if existence:  # a step that failed before its check was read: answer the calls in flight
+                try:
+                    wait_all([wait for _, wait in existence])
+                except Exception:  # noqa: BLE001 - the step's own error is the one raised
+                    pass
             for emb in self._params:
                 emb.reset_trace()
         self.timings.steps += 1
@@ -239,12 +243,6 @@ class SparseGradOptimizer:
         self.timings.rows_pushed += sum(ids.shape[0] for ids, _ in merged)
 
     # -- the phases of a step -------------------------------------------------------------------
-
-    def _background(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphstore-optim")
-            weakref.finalize(self, self._executor.shutdown, wait=False)
-        return self._executor
 
     def _recorded_traces(self) -> list[list[tuple[torch.Tensor, torch.Tensor]]]:
         """The embeddings' traces, checked to hold something with a gradient."""
@@ -297,11 +295,25 @@ class SparseGradOptimizer:
             gathered.append(sum_duplicates(ids, grads))
         return gathered
 
-    def _check_exist(self, ctx) -> None:
-        """Every embedding's tensor still exists on every server (else nothing is pushed)."""
-        calls = [lambda p=p: (p, ctx.partition(p).list_tensors()) for p in range(ctx.num_parts)]
+    @staticmethod
+    def _start_existence_check(ctx) -> list[tuple[int, Callable[[], list]]]:
+        """Ask every server for its tensors now (over the call streams, no thread); the answers are read
+        by :meth:`_check_exist`."""
+        started = []
+        for part_id in range(ctx.num_parts):
+            partition = ctx.partition(part_id)
+            start = getattr(partition, "list_tensors_started", None)
+            started.append((part_id, start() if start is not None else partition.list_tensors))
+        return started
+
+    def _check_exist(self, answers: list[list], started: list[tuple[int, Callable]]) -> None:
+        """Every embedding's tensor still exists on every server (else nothing is pushed).
+
+        Raises:
+            KeyError: naming the embedding and the partition whose server lacks it.
+        """
         wanted = [emb.name for emb in self._params]
-        for part_id, schemes in ctx.run_parallel(calls):
+        for (part_id, _), schemes in zip(started, answers, strict=True):
             present = {s.name for s in schemes}
             for name in wanted:
                 if name not in present:

@@ -47,11 +47,12 @@ class LaneBroken(Exception):
 class PendingCall:
     """A call sent on a lane whose answer is still to be read (:meth:`CallLanes.finish`)."""
 
-    __slots__ = ("lane", "method")
+    __slots__ = ("done", "lane", "method")
 
     def __init__(self, lane: _Lane, method: str) -> None:
         self.lane = lane
         self.method = method
+        self.done = False
 
 
 class _Lane:
@@ -132,7 +133,14 @@ class CallLanes:
         return PendingCall(lane, method)
 
     def finish(self, pending: PendingCall):
-        """The answer of a started call (see :meth:`call` for what it returns and raises)."""
+        """The answer of a started call (see :meth:`call` for what it returns and raises).
+
+        Raises:
+            RuntimeError: the call's answer was read already (its lane may carry another call by now).
+        """
+        if pending.done:
+            raise RuntimeError(f"{pending.method}: this call's answer was read already")
+        pending.done = True
         lane, method = pending.lane, pending.method
         try:
             raw = next(lane.answers)

@@ -60,6 +60,26 @@ from graphstore.types import (
 )
 
 
+class PreparedWrite:
+    """The requests of one write, their request IDs fixed: calling it sends them all (again, with the same
+    IDs, when called again) and gives the tensor's newest version; :meth:`start` sends a one-request write
+    without waiting (over a free call stream), for writes to several servers at once."""
+
+    def __init__(self, channel: ServerChannel, requests: list[tuple[str, Any]]) -> None:
+        self._channel = channel
+        self._requests = requests
+
+    def __call__(self) -> int:
+        return max(r.version for r in run_chunks(self._channel, self._requests))
+
+    def start(self) -> Callable[[], int]:
+        """Send now; returns the function that waits for the version (a larger write is sent then)."""
+        if len(self._requests) > 1:
+            return self
+        answer = self._channel.start_call(*self._requests[0])
+        return lambda: answer().version
+
+
 class RemotePartition(RemoteAdminCalls):
     """A partition server reached over gRPC (implements ``PartitionAPI``).
 
@@ -138,12 +158,7 @@ class RemotePartition(RemoteAdminCalls):
         """The requests of a write split by rows, each with its request ID; returns the function that
         sends them all (again, with the same IDs, when called again) and gives the newest version."""
         chunks = split_rows(num_rows, self.policy.chunk_bytes // row_bytes)
-        requests = [(method, self._ids.stamp(make_request(sl))) for sl in chunks]
-
-        def send() -> int:
-            return max(r.version for r in run_chunks(self._channel, requests))
-
-        return send
+        return PreparedWrite(self._channel, [(method, self._ids.stamp(make_request(sl))) for sl in chunks])
 
     # -- readiness and metadata ------------------------------------------------------------------
 
@@ -220,6 +235,18 @@ class RemotePartition(RemoteAdminCalls):
         with self._lock:
             self._schemes = {s.name: s for s in schemes}
         return schemes
+
+    def list_tensors_started(self) -> Callable[[], list[TensorScheme]]:
+        """:meth:`list_tensors`, sent now: returns the function that waits for the schemes."""
+        answer = self._channel.start_call("List", pb.ListRequest())
+
+        def result() -> list[TensorScheme]:
+            schemes = [codec.read_scheme(s) for s in answer().tensors]
+            with self._lock:
+                self._schemes = {s.name: s for s in schemes}
+            return schemes
+
+        return result
 
     def pull(self, name: str, ids: np.ndarray) -> np.ndarray:
         """Rows of ``name`` for global ``ids`` (owned by this partition), in request order.

@@ -31,7 +31,9 @@ class WriteBatch:
         self._done: list[bool] = []
 
     def add(self, server: str, send: Callable[[], Any]) -> None:
-        """Add a part: ``send`` writes it to ``server`` (an address, named in errors)."""
+        """Add a part: ``send`` writes it to ``server`` (an address, named in errors); a ``send`` with a
+        ``start()`` (that sends and returns the function waiting for the answer) goes out with the others
+        without a thread."""
         self._parts.append((server, send))
         self._done.append(False)
 
@@ -47,7 +49,12 @@ class WriteBatch:
             Exception: a server refused its part (a bad request: ValueError, KeyError, ...).
         """
         pending = [i for i, done in enumerate(self._done) if not done]
-        outcomes = self._run_parallel([lambda i=i: _outcome(self._parts[i][1]) for i in pending])
+        if all(hasattr(self._parts[i][1], "start") for i in pending):
+            # Every part can be sent without a thread: all go out, then every answer is read.
+            waits = [_outcome(self._parts[i][1].start) for i in pending]
+            outcomes = [_outcome(value) if ok else (ok, value) for ok, value in waits]
+        else:
+            outcomes = self._run_parallel([lambda i=i: _outcome(self._parts[i][1]) for i in pending])
         failed: dict[str, ServerUnavailableError] = {}
         refused: BaseException | None = None
         for index, (ok, value) in zip(pending, outcomes, strict=True):
