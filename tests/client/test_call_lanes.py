@@ -22,6 +22,7 @@ from graphstore.server.partition_server import PartitionServer
 from graphstore.server.servicer import PartitionServicer
 from tests.utils.graphs import make_partitioned_graph, relabeled
 from tests.utils.threads import run_in_threads
+from tests.utils.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -58,6 +59,7 @@ def test_a_call_to_a_server_that_stopped_answering_ends_within_its_deadline(grap
         try:
             np.testing.assert_array_equal(client.pull("feat", np.arange(5)), feat[:5])  # a lane is open
             os.kill(pid, signal.SIGSTOP)
+            wait_until(lambda: _state(pid) == "T", 10, "the server to stop")
             started = time.monotonic()
             with pytest.raises(ServerUnavailableError):
                 client.pull("feat", np.arange(5))
@@ -66,6 +68,12 @@ def test_a_call_to_a_server_that_stopped_answering_ends_within_its_deadline(grap
             os.kill(pid, signal.SIGCONT)
         np.testing.assert_array_equal(client.pull("feat", np.arange(7)), feat[:7])  # a new lane
         client.close()
+
+
+def _state(pid: int) -> str:
+    """A process's state letter (``T``: stopped)."""
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
 
 
 def test_a_server_without_the_call_stream_gets_unary_calls(graph):

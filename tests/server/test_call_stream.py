@@ -103,11 +103,12 @@ def test_streams_over_the_servers_limit_are_refused_and_clients_send_unary_calls
     with start_servers(graph_files[0], 1, ("--num-threads", "4"), log_dir=tmp_path) as group:
         address = group.addresses[0]
         held = _RawStream(address)
-        other = _RawStream(address)
         client = RemotePartition(address, 0, RpcPolicy(deadline_s=20))
+        other = None
         try:
             ids = owned_nodes([client], 0)[:10]
-            assert held.call("Pull", pull_wire.pull_request("feat", ids))[0] == 1
+            assert held.call("Pull", pull_wire.pull_request("feat", ids))[0] == 1  # holds the only slot
+            other = _RawStream(address)
             with pytest.raises(grpc.RpcError) as refused:
                 other.call("Pull", pull_wire.pull_request("feat", ids))
             assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
@@ -118,5 +119,6 @@ def test_streams_over_the_servers_limit_are_refused_and_clients_send_unary_calls
             assert client.stats().counters["calls_Pull"] == before + 3  # each call counted once
         finally:
             for stream in (held, other):
-                stream.close()
+                if stream is not None:
+                    stream.close()
             client.close()
