@@ -13,12 +13,17 @@ from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.client.frontier import SampledSubgraph
-from graphstore.client.hetero_embedding import DistHeteroEmbedding
-from graphstore.client.hetero_graph_conv import HeteroGraphConv
-from graphstore.client.nn import GATConv, GraphSAGE, SAGEConv
-from graphstore.client.nn_graph_conv import GraphConv
+from graphstore.client.nn import (
+    DistHeteroEmbedding,
+    GATConv,
+    GraphConv,
+    GraphSAGE,
+    HeteroGraphConv,
+    RelGraphConv,
+    SAGEConv,
+    TypedLinear,
+)
 from graphstore.client.optim import SparseAdagrad, SparseAdam
-from graphstore.client.rel_graph_conv import RelGraphConv, TypedLinear
 from graphstore.client.samplers import (
     MultiLayerFullNeighborSampler,
     MultiLayerNeighborSampler,

@@ -29,6 +29,7 @@ from graphstore.client.routing import last_occurrence, normalize_index, split_by
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
 from graphstore.client.tensor_reads import partition_reader, read_into, schedule_reads
 from graphstore.errors import ServerError
+from graphstore.partition import PartitionPolicy
 from graphstore.types import InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
@@ -185,8 +186,6 @@ class DistTensor:
     @property
     def part_policy(self):
         """The :class:`~graphstore.partition.PartitionPolicy` of the rows."""
-        from graphstore.partition import PartitionPolicy
-
         return PartitionPolicy(self._policy_kind, self._ctx.book)
 
     @property

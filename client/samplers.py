@@ -16,7 +16,7 @@ import torch
 
 from graphstore.client.block import Block, to_block
 from graphstore.client.constants import NID
-from graphstore.client.sampling import EDGE_DIRS, graph_context, sample_neighbors
+from graphstore.client.sampling import EDGE_DIRS, find_edges, graph_context, sample_neighbors
 from graphstore.ids import as_id_array
 
 
@@ -213,7 +213,5 @@ class Uniform:
                 src, _ = g.find_edges(ids, canonical)
                 out[canonical] = self.from_sources(src, g.num_nodes(canonical[2]))
             return out
-        from graphstore.client.sampling import find_edges
-
         src, _ = find_edges(g, eids)
         return self.from_sources(src, int(graph_context(g).book.num_nodes()))

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 import numpy as np
 import torch
 
+from graphstore.client.context import get_context
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.per_type import (
     etype_fanouts,
@@ -32,8 +33,6 @@ def graph_context(g):
     ctx = getattr(g, "_ctx", None)
     if ctx is not None:
         return ctx
-    from graphstore.client.context import get_context
-
     return get_context()
 
 

@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
-from graphstore.client.split import rank_partitions
+from graphstore.client.rank_split import rank_partitions
 from graphstore.client.transport import RemotePartition, open_in_process
 from graphstore.client.transport.replicated import OWNER, READ_REPLICA, ReplicatedPartition
 from graphstore.config import ClusterConfig

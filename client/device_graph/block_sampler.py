@@ -27,6 +27,7 @@ from graphstore.client.device_graph import kernels
 from graphstore.client.device_graph.local_graph import LocalDeviceGraph
 from graphstore.client.device_graph.stage_clock import StageClock, timed
 from graphstore.client.per_type import etype_fanouts, etype_probs, homo_edge_ids
+from graphstore.client.samplers import NeighborSampler
 from graphstore.client.sampling import _derive_seed
 from graphstore.ids import as_id_array, check_id_range
 from graphstore.types import CanonicalEtype
@@ -57,8 +58,6 @@ class DeviceBlockSampler:
     def supports(sampler) -> bool:
         """Whether ``sampler`` runs here: a NeighborSampler (or subclass keeping its ``sample_blocks``)
         over in-edges."""
-        from graphstore.client.samplers import NeighborSampler
-
         return (
             isinstance(sampler, NeighborSampler)
             and type(sampler).sample_blocks is NeighborSampler.sample_blocks

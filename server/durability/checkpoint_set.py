@@ -33,7 +33,7 @@ from graphstore.checkpoint_layout import (
     read_set_manifest,
     save_folder,
 )
-from graphstore.server.synced_files import fsync_path, write_synced
+from graphstore.server.durability.synced_files import fsync_path, write_synced
 
 _LOCK_FILE = ".manifest.lock"
 
@@ -54,7 +54,7 @@ def write_part(
         part_id, num_parts: this partition and the partition count.
         names: the tensors saved.
         write: ``write(folder) -> (files, rows)`` writes the shards into ``folder``
-            (:func:`graphstore.server.checkpoint.save_checkpoint`).
+            (:func:`graphstore.server.durability.checkpoint.save_checkpoint`).
 
     Returns:
         ``(files written, rows written)``.
