@@ -24,6 +24,7 @@ from graphstore.client.per_type import (
     homo_node_ids,
 )
 from graphstore.ids import as_id_array
+from graphstore.sampling_rules import partition_seed
 
 EDGE_DIRS = ("in", "out")
 
@@ -61,11 +62,6 @@ def _sample_call(ctx, part_id, seeds, fanout, edge_dir, replace, prob, random_se
             return ctx.partition(part_id).sample_neighbors(*args)
 
     return call
-
-
-def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
-    # Each partition draws from its own stream so that a given seed reproduces the whole sample.
-    return None if random_seed is None else (int(random_seed) * 1_000_003 + part_id) % (1 << 63)
 
 
 def sample_neighbors(
@@ -132,7 +128,7 @@ def sample_neighbors(
         )
         for part_id, _, part_seeds in ctx.route(seeds, "node"):
             part_excluded = excluded if exclude_of is None else exclude_of.get(part_id)
-            seed = _derive_seed(random_seed, part_id)
+            seed = partition_seed(random_seed, part_id)
             calls.append(
                 _sample_call(
                     ctx, part_id, part_seeds, wire_fanout, edge_dir, replace, probs, seed, part_excluded
