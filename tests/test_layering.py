@@ -10,8 +10,8 @@ Rules (a layer may import the layers listed for it, and itself):
   module (``client/transport/inprocess.py``);
 - ``compat``: root, partition, client;
 - ``launcher``: everything below it;
-- ``examples`` and ``bench``: the package's public names only (no ``tests``, no ``_private`` names or
-  modules).
+- ``examples``, ``bench`` and ``tools``: the package's public names only (no ``tests``, no ``_private``
+  names or modules).
 
 Relative imports and imports inside functions count. A violation fails with the file, the line and
 the import.
@@ -42,6 +42,7 @@ FOLDER_LAYERS = {
     "launcher": "launcher",
     "examples": "user",
     "bench": "user",
+    "tools": "user",
 }
 # Import name under ``graphstore.`` -> layer (the folders whose layer is their own name); any other
 # ``graphstore.X`` is a root module.
