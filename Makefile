@@ -23,7 +23,7 @@ GPU_PY_VERSION  ?= 3.12
 GPU_PLATFORMS   := manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_24_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64
 GPU_WHEEL_NAMES := grpcio protobuf grpcio-health-checking pymetis cmeel cmeel-metis cmeel-gklib
 
-.PHONY: install test compose-test proto proto-check lint bench bench-dgl pyg-sparse demo demo-large clean gpu-wheels gpu-check gpu-check-dry
+.PHONY: install test compose-test proto proto-check lint dgl-coverage bench bench-dgl pyg-sparse demo demo-large clean gpu-wheels gpu-check gpu-check-dry
 
 install: $(STAMP)
 	@echo "graphstore is installed in $(VENV); 'source $(VENV)/bin/activate' puts graphstore and its python on PATH"
@@ -58,6 +58,11 @@ proto-check: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+
+# docs/compat.md's coverage tables, regenerated from the compat namespace (tests/compat/test_compat_coverage.py
+# fails when they are stale).
+dgl-coverage: install
+	$(PY) tools/dgl_coverage.py --write
 
 bench: install
 	$(PY) bench/run_all.py

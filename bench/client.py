@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report
+from common import emit_report, ensure_partitions
 
 from graphstore.launcher.local_servers import start_servers
 
@@ -77,19 +77,6 @@ def load_server_bench():
 
 def ensure_graph(args) -> Path:
     return make_anchor_graph(args.graph, args.num_nodes)
-
-
-def ensure_partitions(graph_path: Path, args) -> str:
-    from graphstore.partition import partition_graph
-
-    out = Path(args.workdir) / f"{graph_path.stem}-2parts-{args.part_method}"
-    config = out / "bench.json"
-    if config.is_file() and config.stat().st_mtime > graph_path.stat().st_mtime:
-        return str(config)
-    result = partition_graph(
-        str(graph_path), "bench", 2, str(out), part_method=args.part_method, overwrite=True
-    )
-    return result.config_path
 
 
 def stop(procs: list[subprocess.Popen]) -> None:
@@ -172,7 +159,13 @@ def run(args) -> dict:
     raise_malloc_thresholds()
     torch.set_num_threads(1)
     graph_path = ensure_graph(args)
-    config_path = ensure_partitions(graph_path, args)
+    config_path = ensure_partitions(
+        graph_path,
+        "bench",
+        2,
+        Path(args.workdir) / f"{graph_path.stem}-2parts-{args.part_method}",
+        part_method=args.part_method,
+    )
     servers = start_servers(config_path, 2, log_dir=Path(args.workdir) / "logs", timeout=120)
     addresses = servers.addresses
     raw_procs = []

@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import emit_report
+from common import emit_report, ensure_partitions
 
 from graphstore.launcher.local_servers import start_servers
 
@@ -142,23 +142,18 @@ def worker_main(args: argparse.Namespace) -> int:
 
 
 def prepare_graph(args: argparse.Namespace, work: Path) -> str:
-    """Partition the graph in 2 (cached under ``work``); returns the partition config path."""
-    from graphstore.partition import partition_graph
-
-    name = "loadgraph"
-    key = Path(args.graph).stem if args.graph else f"gen{args.num_nodes}"
-    out = work / f"{key}-2parts"
-    config = out / f"{name}.json"
-    if config.exists():
-        return str(config)
+    """Partition the graph in 2 (once under ``work``, see :func:`common.ensure_partitions`); returns the
+    partition config path. Without ``--graph``, the generated graph is written under ``work`` first."""
     if args.graph:
-        graph = args.graph
+        graph = Path(args.graph)
     else:
-        from graphstore.partition.generate import GeneratorConfig, generate_graph
-
-        graph = generate_graph(GeneratorConfig(num_nodes=args.num_nodes, avg_degree=10, feat_dim=32, seed=1))
-    partition_graph(graph, name, 2, str(out), overwrite=True)
-    return str(config)
+        graph = work / f"gen{args.num_nodes}.npz"
+        if not graph.exists():
+            command = [sys.executable, "-m", "graphstore.launcher.cli", "generate", "--out", str(graph)]
+            command += ["--num-nodes", str(args.num_nodes), "--avg-degree", "10", "--feat-dim", "32"]
+            command += ["--seed", "1"]
+            subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+    return ensure_partitions(graph, "loadgraph", 2, work / f"{graph.stem}-2parts")
 
 
 def percentile(values: list[float], q: float) -> float | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report, parse_options, server_entries
+from common import emit_report, ensure_partitions, parse_options, server_entries
 
 from graphstore.launcher.local_servers import start_servers
 from graphstore.rpc import RpcPolicy
@@ -98,21 +98,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 def ensure_graph(path: str, num_nodes: int) -> str:
     """The anchor graph .npz at ``path``, generated with the shared script when missing."""
     return str(make_anchor_graph(path, num_nodes))
-
-
-def ensure_partitions(npz_path: str, name: str, workdir: Path) -> str:
-    """Partition the graph in 2 with METIS under ``workdir`` once; returns the partition config path."""
-    from graphstore.partition import partition_graph
-
-    out = workdir / f"{name}-2parts"
-    config = out / f"{name}.json"
-    stamp = out / "source.txt"
-    source = f"{os.path.abspath(npz_path)} {os.path.getmtime(npz_path)}"
-    if config.exists() and stamp.exists() and stamp.read_text() == source:
-        return str(config)
-    result = partition_graph(npz_path, name, 2, str(out), part_method="metis", overwrite=True)
-    stamp.write_text(source)
-    return result.config_path
 
 
 # ----- measurements ------------------------------------------------------------------------------------
@@ -304,7 +289,9 @@ def bench_graph(label: str, npz: str, args) -> dict:
     workdir = Path(args.workdir)
     name = f"anchor{label}"
     start = time.perf_counter()
-    config = ensure_partitions(ensure_graph(npz, GRAPH_SIZES[label]), name, workdir)
+    config = ensure_partitions(
+        ensure_graph(npz, GRAPH_SIZES[label]), name, 2, workdir / f"{name}-2parts", part_method="metis"
+    )
     prepare_s = time.perf_counter() - start
     with start_servers(config, 2, log_dir=workdir / "logs" / label, timeout=120) as servers:
         cluster = {

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report, server_entries
+from common import emit_report, ensure_partitions, server_entries
 
 PHASES = ("gather", "exchange", "merge", "push", "sync")
 
@@ -73,18 +73,6 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def ensure_graph(path: str, num_nodes: int) -> Path:
     return make_anchor_graph(path, num_nodes)
-
-
-def ensure_partitions(graph: Path, args, label: str) -> str:
-    from graphstore.partition import partition_graph
-
-    out = Path(args.workdir) / f"{label}-{args.parts}-{args.part_method}"
-    config = out / f"bench{label}.json"
-    if config.is_file() and config.stat().st_mtime > graph.stat().st_mtime:
-        return str(config)
-    result = partition_graph(str(graph), f"bench{label}", args.parts, str(out), part_method=args.part_method,
-                             overwrite=True)  # fmt: skip
-    return result.config_path
 
 
 # ----- one trainer process ----------------------------------------------------------------------
@@ -238,7 +226,13 @@ def server_update_ms(num_rows: int, dim: int, ids_per_push: int, kind: str, repe
 def bench_graph(label: str, graph: Path, args, kinds: list[str], trainer_counts: list[int]) -> list[dict]:
     from graphstore.launcher.local_servers import start_servers
 
-    config = ensure_partitions(graph, args, label)
+    config = ensure_partitions(
+        graph,
+        f"bench{label}",
+        args.parts,
+        Path(args.workdir) / f"{label}-{args.parts}-{args.part_method}",
+        part_method=args.part_method,
+    )
     with open(config) as f:
         num_rows = int(json.load(f)["num_nodes"])
     workdir = Path(args.workdir)

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report, parse_options, server_entries
+from common import emit_report, ensure_partitions, parse_options, server_entries
 
 OPTIONS = [
     ("--graph", str, "/tmp/g200k.npz", "200k anchor graph (made when missing)"),
@@ -58,18 +58,6 @@ OPTIONS = [
 
 def parse_args(argv=None) -> argparse.Namespace:
     return parse_options(__doc__, OPTIONS, argv)
-
-
-def ensure_partitions(npz: str, workdir: Path) -> str:
-    """Partition the anchor graph in 2 with METIS once; returns the partition config."""
-    from graphstore.partition import partition_graph
-
-    config = workdir / "anchor" / "anchor.json"
-    if config.exists():
-        return str(config)
-    return partition_graph(
-        npz, "anchor", 2, str(workdir / "anchor"), part_method="metis", overwrite=True
-    ).config_path
 
 
 def batch_seeds(train, batch_size: int, num_batches: int, seed: int):
@@ -208,7 +196,9 @@ def main(argv=None) -> dict:
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    config = ensure_partitions(str(make_anchor_graph(args.graph, args.num_nodes)), workdir)
+    config = ensure_partitions(
+        make_anchor_graph(args.graph, args.num_nodes), "anchor", 2, workdir / "anchor", part_method="metis"
+    )
     report = {
         "graph": args.graph,
         "prepare_s": round(time.perf_counter() - start, 1),

@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 from anchor import make_anchor_graph
-from common import emit_report
+from common import emit_report, ensure_partitions
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 _STARTUP_RE = re.compile(r" at (\S+) \(loaded in ([0-9.]+) s\)")
@@ -116,17 +116,11 @@ class RawClient:
 # ----------------------------------------------------------------------------------------------
 
 
-def ensure_partitions(num_nodes: int, work_dir: Path, method: str, graph: str | None) -> str:
+def anchor_partitions(num_nodes: int, work_dir: Path, method: str, graph: str | None) -> str:
     """Generate (if missing) the anchor graph and its 2-way partition; returns the config path."""
     name = f"anchor{num_nodes // 1000}k"
     npz = make_anchor_graph(Path(graph) if graph else work_dir / f"{name}.npz", num_nodes)
-    out = work_dir / f"{name}-{method}-2"
-    config = out / f"{name}.json"
-    if not config.exists():
-        from graphstore.partition import partition_graph
-
-        partition_graph(str(npz), name, 2, str(out), part_method=method, overwrite=True)
-    return str(config)
+    return ensure_partitions(npz, name, 2, work_dir / f"{name}-{method}-2", part_method=method)
 
 
 def start_server(config: str, part_id: int) -> tuple[subprocess.Popen, str, float]:
@@ -192,7 +186,7 @@ def bench_graph(num_nodes: int, args: argparse.Namespace, raw: RawClient) -> dic
     from graphstore.client.transport import RemotePartition
     from graphstore.partition import load_partition
 
-    config = ensure_partitions(num_nodes, Path(args.work_dir), args.part_method, args.graph.get(num_nodes))
+    config = anchor_partitions(num_nodes, Path(args.work_dir), args.part_method, args.graph.get(num_nodes))
     proc, address, load_s = start_server(config, 0)
     try:
         client = RemotePartition(address, 0)

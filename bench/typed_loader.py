@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import emit_report, parse_options, server_entries
+from common import emit_report, ensure_partitions, parse_options, server_entries
 from loader import make_loader
 
 from graphstore.launcher.local_servers import start_servers
@@ -73,19 +73,14 @@ def cli(*args: str) -> None:
     )
 
 
-def ensure_partitions(kind: str, args) -> str:
+def graph_config(kind: str, args) -> str:
     """Generate and partition one graph under ``--workdir`` once; returns its partition config."""
-    from graphstore.partition import partition_graph
-
     given = getattr(args, f"{kind}_config")
     if given:
         return given
     workdir = Path(args.workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     name = f"{kind}{args.num_nodes}"
-    config = workdir / name / f"{name}.json"
-    if config.exists():
-        return str(config)
     npz = workdir / f"{name}.npz"
     if not npz.exists():
         if kind == "typed":
@@ -94,7 +89,7 @@ def ensure_partitions(kind: str, args) -> str:
             degree = f"{MAG_EDGES_PER_NODE:.4f}"
             cli("generate", "--num-nodes", str(args.num_nodes), "--avg-degree", degree, "--feat-dim", "128",
                 "--num-classes", "64", "--out", str(npz))  # fmt: skip
-    return partition_graph(str(npz), name, 2, str(workdir / name), balance_ntypes="train_mask").config_path
+    return ensure_partitions(npz, name, 2, workdir / name, balance_ntypes="train_mask")
 
 
 def peak_rss_mb(pid: int) -> float:
@@ -137,7 +132,7 @@ class Subject:
 
         self.kind = kind
         start = time.perf_counter()
-        config = ensure_partitions(kind, args)
+        config = graph_config(kind, args)
         prepare_s = time.perf_counter() - start
         log_dir = Path(args.workdir) / "logs" / kind
         self.servers = stack.enter_context(start_servers(config, 2, log_dir=log_dir, timeout=300))

@@ -16,7 +16,7 @@ A save is one consistent set: every server writes its part under a save ID share
 (``NAME/save-<ID>`` under its root), and only once every part is written is ``NAME/manifest.json``
 switched to it (written last, by each server on its host); a save that fails on any server is removed
 from every server, leaving the checkpoint already called ``NAME`` whole. A load refuses a set with a
-part missing and names it (``server/checkpoint_set.py``).
+part missing and names it (``server/durability/checkpoint_set.py``).
 
 Multi-host clusters: each server reads and writes under its own root. Loading needs every shard on
 every server host: put the root on a shared file system (NFS, a mounted bucket) or copy all
@@ -42,6 +42,9 @@ import torch.distributed as dist
 from graphstore.checkpoint_layout import tensor_root
 from graphstore.client.context import get_context
 from graphstore.client.device import group_device
+from graphstore.client.dist_embedding import DistEmbedding
+from graphstore.client.dist_tensor import DistTensor
+from graphstore.types import OptimizerConfig
 
 logger = logging.getLogger(__name__)
 
@@ -186,12 +189,12 @@ def _as_list(embeddings) -> list:
 
 def _names_of(embeddings, optimizer) -> list[str]:
     """Names to save or load: the embeddings' plus the optimizer's, each once, in order."""
-    from graphstore.client.dist_embedding import DistEmbedding
-    from graphstore.client.dist_tensor import DistTensor
-    from graphstore.client.optim import SparseGradOptimizer
-
     items = _as_list(embeddings)
-    if optimizer is not None and not isinstance(optimizer, SparseGradOptimizer):
+    # A graphstore sparse optimizer (client/optim/, which imports this module for its save / load) is
+    # recognised by its checked config and its parameters.
+    if optimizer is not None and not (
+        isinstance(getattr(optimizer, "config", None), OptimizerConfig) and hasattr(optimizer, "params")
+    ):
         raise TypeError(f"optimizer must be a graphstore sparse optimizer, got {type(optimizer).__name__}")
     names: list[str] = []
     for item in items:

@@ -14,11 +14,13 @@ import os
 import numpy as np
 import torch
 
+from graphstore.client.api import initialize
 from graphstore.client.constants import CONFIG_ENV
 from graphstore.client.context import ClientContext, current_context, standalone_context
 from graphstore.client.graph_data import AttrScheme, DataView, TypeViews
 from graphstore.client.routing import assemble, normalize_index
-from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, EDGE, NODE, CanonicalEtype
+from graphstore.partition import PartitionPolicy, load_partition_book
+from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE, EDGE, NODE, CanonicalEtype, etype_key
 
 
 class DistGraph:
@@ -40,8 +42,6 @@ class DistGraph:
     def __init__(self, graph_name: str, gpb=None, part_config: str | None = None):
         ctx = current_context()
         if ctx is None and os.environ.get(CONFIG_ENV):
-            from graphstore.client.api import initialize
-
             ctx = initialize()
         if ctx is None:
             if part_config is None:
@@ -63,10 +63,10 @@ class DistGraph:
             raise ValueError(f"gpb {gpb!r} does not match the servers' partition book {ctx.book!r}")
         self.graph_name = graph_name
         self._ctx: ClientContext = ctx
-        self._ndata = DataView(self, NODE)
-        self._edata = DataView(self, EDGE)
-        self._node_views = TypeViews(self, NODE)
-        self._edge_views = TypeViews(self, EDGE)
+        self._ndata = DataView(self._ctx, NODE)
+        self._edata = DataView(self._ctx, EDGE)
+        self._node_views = TypeViews(self._ctx, NODE, self._ndata, self.num_nodes)
+        self._edge_views = TypeViews(self._ctx, EDGE, self._edata, self.num_edges)
 
     # ----- size and types ----------------------------------------------------------------------
 
@@ -162,8 +162,6 @@ class DistGraph:
         Raises:
             KeyError: an unknown node type.
         """
-        from graphstore.partition import PartitionPolicy
-
         return PartitionPolicy(f"{NODE}:{ntype}", self._ctx.book)
 
     def get_edge_partition_policy(self, etype=DEFAULT_ETYPE):
@@ -172,9 +170,6 @@ class DistGraph:
         Raises:
             KeyError: an unknown or ambiguous edge type.
         """
-        from graphstore.partition import PartitionPolicy
-        from graphstore.types import etype_key
-
         name = etype_key(etype) if isinstance(etype, tuple) else etype
         return PartitionPolicy(f"{EDGE}:{name}", self._ctx.book)
 
@@ -344,8 +339,6 @@ def _check_part_config(ctx: ClientContext, part_config) -> None:
     if ctx.standalone:
         standalone_context(path)  # raises unless it is the partition config already open
         return
-    from graphstore.partition import load_partition_book
-
     book = load_partition_book(path)
     if book.graph_name != ctx.graph_name or book != ctx.book:
         raise ValueError(

@@ -29,6 +29,7 @@ from graphstore.client.routing import last_occurrence, normalize_index, split_by
 from graphstore.client.tensor_creation import check_shape, create_on_servers, resolve_policy
 from graphstore.client.tensor_reads import fill_from_carried, partition_reader, read_routes
 from graphstore.errors import ServerError
+from graphstore.partition import PartitionPolicy
 from graphstore.protos.edges_wire import CarriedRows
 from graphstore.types import InitSpec, TensorScheme
 
@@ -186,8 +187,6 @@ class DistTensor:
     @property
     def part_policy(self):
         """The :class:`~graphstore.partition.PartitionPolicy` of the rows."""
-        from graphstore.partition import PartitionPolicy
-
         return PartitionPolicy(self._policy_kind, self._ctx.book)
 
     @property

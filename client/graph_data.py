@@ -9,18 +9,17 @@ per-type IDs.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from graphstore import dtypes
 from graphstore.client.constants import ANONYMOUS_PREFIX
+from graphstore.client.context import ClientContext
 from graphstore.client.dist_tensor import DistTensor
 from graphstore.types import EDGE, NODE, TensorScheme, etype_key, typed_tensor_name
-
-if TYPE_CHECKING:
-    from graphstore.client.dist_graph import DistGraph
 
 # Edge features whose name clashes with a node feature are stored as "edge:NAME" on the servers.
 _EDGE_PREFIX = "edge:"
@@ -43,14 +42,14 @@ class DataView(MutableMapping):
     Unnamed tensors are hidden from iteration.
 
     Args:
-        graph: the graph.
+        ctx: the graph's client context (its servers and partition book).
         policy: the ID space (``"node"``, ``"edge"``, ``"node:<ntype>"``, ``"edge:<src>:<etype>:<dst>"``).
         type_key: the node type or canonical edge type key of a typed graph's view; None on a
             homogeneous graph.
     """
 
-    def __init__(self, graph: DistGraph, policy: str, type_key: str | None = None):
-        self._graph = graph
+    def __init__(self, ctx: ClientContext, policy: str, type_key: str | None = None):
+        self._ctx = ctx
         self._policy = policy
         self._kind = policy.partition(":")[0]
         self._type_key = type_key
@@ -75,7 +74,7 @@ class DataView(MutableMapping):
         return name
 
     def _server_schemes(self) -> dict[str, TensorScheme]:
-        schemes = self._graph._ctx.refresh_schemes()
+        schemes = self._ctx.refresh_schemes()
         out = {}
         for name, scheme in schemes.items():
             key = self._key_of(name)
@@ -94,7 +93,7 @@ class DataView(MutableMapping):
         cached = self._attached.get(key)
         if cached is not None:
             return cached
-        ctx = self._graph._ctx
+        ctx = self._ctx
         scheme = None
         for candidate in self._tensor_names(key):
             scheme = ctx.tensor_scheme(candidate)
@@ -127,14 +126,12 @@ class DataView(MutableMapping):
             self._attached.pop(key, None)
             return
         if isinstance(value, np.ndarray):
-            from graphstore import dtypes
-
             value = dtypes.to_torch(value, dtypes.name_of(value.dtype))
         if not isinstance(value, torch.Tensor):
             raise TypeError(
                 f"data values must be DistTensors, torch tensors or numpy arrays, got {type(value).__name__}"
             )
-        ctx = self._graph._ctx
+        ctx = self._ctx
         total = ctx.num_rows(self._policy)
         if value.dim() == 0 or value.shape[0] != total:
             raise ValueError(f"{key!r}: a full tensor needs {total} rows, got shape {tuple(value.shape)}")
@@ -169,8 +166,6 @@ class DataView(MutableMapping):
 
     def schemes(self) -> dict[str, AttrScheme]:
         """Row shape and torch dtype per name."""
-        from graphstore import dtypes
-
         out = {}
         for key, scheme in self._server_schemes().items():
             out[key] = AttrScheme(tuple(scheme.shape[1:]), dtypes.torch_dtype(scheme.dtype))
@@ -195,18 +190,21 @@ class TypeViews:
     the type's IDs, as DGL's node and edge views do.
 
     Args:
-        graph: the graph.
+        ctx: the graph's client context.
         kind: ``"node"`` or ``"edge"``.
+        whole: the graph's ``ndata`` (or ``edata``) view, the one type's data on a homogeneous graph.
+        count: the number of nodes (or edges) of a type (``DistGraph.num_nodes`` / ``num_edges``).
     """
 
-    def __init__(self, graph: DistGraph, kind: str):
-        self._graph = graph
+    def __init__(self, ctx: ClientContext, kind: str, whole: DataView, count: Callable[..., int]):
+        self._ctx = ctx
         self._kind = kind
+        self._whole = whole
+        self._count = count
         self._views: dict[str, TypeSpace] = {}
 
     def __getitem__(self, type_name) -> TypeSpace:
-        graph = self._graph
-        schema = graph._ctx.book.schema
+        schema = self._ctx.book.schema
         if self._kind == NODE:
             policy = schema.node_policy(type_name)
             key = schema.ntypes[schema.ntype_id(type_name)]
@@ -215,19 +213,14 @@ class TypeViews:
             policy = schema.edge_policy(canonical)
             key = etype_key(canonical)
         if key not in self._views:
-            if schema.is_homogeneous:
-                view = graph.ndata if self._kind == NODE else graph.edata
-            else:
-                view = DataView(graph, policy, key)
+            view = self._whole if schema.is_homogeneous else DataView(self._ctx, policy, key)
             self._views[key] = TypeSpace(view)
         return self._views[key]
 
     def __call__(self, type_name=None) -> torch.Tensor:
-        graph = self._graph
-        count = graph.num_nodes(type_name) if self._kind == NODE else graph.num_edges(type_name)
-        return torch.arange(count, dtype=torch.int64)
+        return torch.arange(self._count(type_name), dtype=torch.int64)
 
     def __repr__(self) -> str:
-        schema = self._graph._ctx.book.schema
+        schema = self._ctx.book.schema
         names = schema.ntypes if self._kind == NODE else [etype_key(c) for c in schema.canonical_etypes]
         return f"{'Node' if self._kind == NODE else 'Edge'}Views({list(names)})"

@@ -28,6 +28,29 @@ from graphstore import function as fn
 
 # DGL's name for "every edge" (``dgl.base.ALL``).
 ALL = "__ALL__"
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype sums and softmaxes of ``dtype`` values accumulate in: float32 for float16 and bfloat16,
+    else ``dtype`` itself."""
+    return torch.float32 if dtype in _LOW_PRECISION else dtype
+
+
+def scatter_sum(messages: torch.Tensor, index: torch.Tensor, num_rows: int) -> torch.Tensor:
+    """Sum ``messages`` rows into ``num_rows`` rows by ``index`` (in float32 for half precision).
+
+    Args:
+        messages: ``[E, ...]`` per-edge values.
+        index: ``[E]`` destination row of each edge (int64).
+        num_rows: number of output rows.
+
+    Returns:
+        ``[num_rows, ...]`` sums in the accumulation dtype (float32 for float16 / bfloat16 input).
+    """
+    acc = accumulation_dtype(messages.dtype)
+    out = torch.zeros((num_rows, *messages.shape[1:]), dtype=acc, device=messages.device)
+    return out.index_add_(0, index, messages.to(acc))
 
 
 class Relation(NamedTuple):
@@ -293,8 +316,6 @@ def reduce_messages(op: str, messages: torch.Tensor, dst: torch.Tensor, num_dst:
     Returns:
         ``[num_dst, ...]`` in the messages' dtype; zeros for nodes without incoming edges.
     """
-    from graphstore.client.nn import scatter_sum
-
     if op in ("sum", "mean"):
         total = scatter_sum(messages, dst, num_dst)
         if op == "mean":

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from graphstore.ids import as_id_array, check_id_range
+from graphstore.sampling_rules import check_fanout
 from graphstore.types import CanonicalEtype, GraphSchema, etype_key
 
 
@@ -120,12 +121,7 @@ def etype_fanouts(schema: GraphSchema, fanout) -> list[int]:
         values = [given[c] for c in schema.canonical_etypes]
     else:
         values = [fanout] * len(schema.canonical_etypes)
-    out = []
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < -1:
-            raise ValueError(f"fanout must be -1 (all neighbors) or an integer >= 0, got {value!r}")
-        out.append(int(value))
-    return out
+    return [check_fanout(value) for value in values]
 
 
 def etype_probs(g, prob, fanouts: list[int]) -> str | list[str | None] | None:

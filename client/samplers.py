@@ -8,7 +8,6 @@ neighbors of each of those.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -17,8 +16,9 @@ import torch
 from graphstore.client.batch_rows import BatchRows
 from graphstore.client.block import Block, to_block
 from graphstore.client.constants import NID
-from graphstore.client.sampling import EDGE_DIRS, graph_context, sample_neighbors
+from graphstore.client.sampling import EDGE_DIRS, find_edges, graph_context, sample_neighbors
 from graphstore.ids import as_id_array
+from graphstore.sampling_rules import batch_layer_seeds, check_layer_fanout
 
 
 class NeighborSampler:
@@ -53,16 +53,12 @@ class NeighborSampler:
         seed: int | None = None,
         prefetch_node_feats: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
     ):
-        fanouts = [dict(f) if isinstance(f, Mapping) else f for f in fanouts]
+        fanouts = list(fanouts)
         if not fanouts:
             raise ValueError("fanouts must name at least one layer, got []")
-        for layer in fanouts:
-            for value in layer.values() if isinstance(layer, Mapping) else [layer]:
-                if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < -1:
-                    raise ValueError(f"every fanout must be -1 or an integer >= 0, got {fanouts}")
         if edge_dir not in EDGE_DIRS:
             raise ValueError(f"edge_dir must be 'in' or 'out', got {edge_dir!r}")
-        self.fanouts = [f if isinstance(f, Mapping) else int(f) for f in fanouts]
+        self.fanouts = [check_layer_fanout(f, f"fanouts[{i}]") for i, f in enumerate(fanouts)]
         self.edge_dir = edge_dir
         self.prob = prob
         self.replace = replace
@@ -72,18 +68,7 @@ class NeighborSampler:
 
     def _layer_seeds(self, output_nodes) -> list[int | None]:
         """The random seed of each layer's sampling call (output layer first), or None each."""
-        if self.seed is None:
-            return [None] * len(self.fanouts)
-        if isinstance(output_nodes, Mapping):
-            batch_key = 0
-            for ntype, ids in output_nodes.items():
-                batch_key = zlib.crc32(ids.numpy().tobytes(), zlib.crc32(ntype.encode(), batch_key))
-        else:
-            batch_key = zlib.crc32(output_nodes.numpy().tobytes())
-        states = np.random.SeedSequence([int(self.seed), batch_key]).generate_state(
-            len(self.fanouts), np.uint64
-        )
-        return [int(state >> np.uint64(1)) for state in states]
+        return batch_layer_seeds(self.seed, output_nodes, len(self.fanouts))
 
     @property
     def num_layers(self) -> int:
@@ -219,7 +204,5 @@ class Uniform:
                 src, _ = g.find_edges(ids, canonical)
                 out[canonical] = self.from_sources(src, g.num_nodes(canonical[2]))
             return out
-        from graphstore.client.sampling import find_edges
-
         src, _ = find_edges(g, eids)
         return self.from_sources(src, int(graph_context(g).book.num_nodes()))

@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from graphstore.client.batch_rows import BatchRows
+from graphstore.client.context import get_context
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.per_type import (
     etype_fanouts,
@@ -26,6 +27,7 @@ from graphstore.client.per_type import (
 from graphstore.client.transport.channel import wait_all
 from graphstore.client.transport.sample_requests import SampleSpec
 from graphstore.ids import as_id_array
+from graphstore.sampling_rules import partition_seed
 
 EDGE_DIRS = ("in", "out")
 
@@ -35,8 +37,6 @@ def graph_context(g):
     ctx = getattr(g, "_ctx", None)
     if ctx is not None:
         return ctx
-    from graphstore.client.context import get_context
-
     return get_context()
 
 
@@ -75,11 +75,6 @@ def _remote_sample_call(remote, seeds, spec: SampleSpec):
         return lambda: with_rows(seeds, spec)
     args = (seeds, spec.fanout, spec.edge_dir, spec.replace, spec.prob, spec.random_seed, spec.exclude)
     return lambda: (*remote.sample_neighbors(*args), [])
-
-
-def _derive_seed(random_seed: int | None, part_id: int) -> int | None:
-    # Each partition draws from its own stream so that a given seed reproduces the whole sample.
-    return None if random_seed is None else (int(random_seed) * 1_000_003 + part_id) % (1 << 63)
 
 
 def sample_neighbors(
@@ -159,7 +154,7 @@ def sample_neighbors(
                 edge_dir,
                 replace,
                 probs,
-                _derive_seed(random_seed, part_id),
+                partition_seed(random_seed, part_id),
                 part_excluded,
                 () if local is not None else with_rows,
                 () if local is not None else with_seed_rows,

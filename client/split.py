@@ -1,199 +1,21 @@
 """Workload split: which training nodes (or edges) each trainer rank takes.
 
-``node_split`` / ``edge_split`` follow DGL's ``dgl.distributed`` functions of the same names. Every rank
-computes the same deterministic assignment from the same input, so no communication is needed:
-
-- ranks map onto partitions (:func:`partition_trainers`): with at least as many trainers as partitions,
-  consecutive ranks share a partition (``rank * num_parts // world_size``, DGL's machine-major order);
-  with fewer, partition ``p`` belongs to rank ``p % world_size``;
-- locality first: each rank takes IDs of its own partition(s) before anything else;
-- with ``force_even`` every rank gets ``n // world_size`` or one more IDs, the IDs a partition's trainers
-  cannot absorb going to the ranks still short of their quota;
-- without ``force_even`` each partition's IDs are split evenly among its own trainers only;
-- in both cases the ranks' splits are disjoint and their union is exactly the input set.
-
-The assignment itself (:func:`split_ids`) is a pure numpy function that loops over partitions and
-ranks only, never over IDs.
+``node_split`` / ``edge_split`` follow DGL's ``dgl.distributed`` functions of the same names: they read
+the IDs a mask selects (a local array or a :class:`~graphstore.client.dist_tensor.DistTensor`) and hand
+them to the pure rules of :mod:`~graphstore.client.rank_split` (every rank computes the same
+deterministic assignment from the same input, so no communication is needed).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
-from graphstore.client.routing import partition_of
+from graphstore.client.context import get_context, trainer_rank_and_world
+from graphstore.client.dist_tensor import DistTensor
+from graphstore.client.rank_split import split_by_trainer_ids, split_ids
+from graphstore.ids import check_id_range, to_numpy
 from graphstore.types import DEFAULT_ETYPE, DEFAULT_NTYPE
-
-
-def even_sizes(total: int, num_chunks: int) -> np.ndarray:
-    """Sizes of ``num_chunks`` chunks of ``total`` items differing by at most one (larger ones first)."""
-    sizes = np.full(num_chunks, total // num_chunks, dtype=np.int64)
-    sizes[: total % num_chunks] += 1
-    return sizes
-
-
-def partition_trainers(part_id: int, world_size: int, num_parts: int) -> list[int]:
-    """Ranks whose home is partition ``part_id``.
-
-    With ``world_size >= num_parts`` these are the consecutive ranks ``r`` with
-    ``r * num_parts // world_size == part_id`` (every partition gets at least one); with fewer trainers
-    than partitions, the single rank ``part_id % world_size``.
-
-    Raises:
-        ValueError: for a non-positive ``world_size`` / ``num_parts`` or an out-of-range ``part_id``.
-    """
-    _check_positive("world_size", world_size)
-    _check_positive("num_parts", num_parts)
-    if not 0 <= part_id < num_parts:
-        raise ValueError(f"part_id {part_id} is out of range for {num_parts} partitions")
-    if world_size < num_parts:
-        return [part_id % world_size]
-    first = -(-part_id * world_size // num_parts)
-    end = -(-(part_id + 1) * world_size // num_parts)
-    return list(range(first, end))
-
-
-def rank_partitions(rank: int, world_size: int, num_parts: int) -> list[int]:
-    """Home partitions of ``rank`` (the inverse of :func:`partition_trainers`).
-
-    Raises:
-        ValueError: for a rank outside ``[0, world_size)``.
-    """
-    _check_rank(rank, world_size)
-    _check_positive("num_parts", num_parts)
-    if world_size < num_parts:
-        return list(range(rank, num_parts, world_size))
-    return [rank * num_parts // world_size]
-
-
-def split_ids(
-    ids: np.ndarray,
-    bounds: np.ndarray,
-    rank: int,
-    world_size: int,
-    force_even: bool = True,
-) -> np.ndarray:
-    """The IDs of ``ids`` that ``rank`` takes (see the module docstring for the rules).
-
-    Args:
-        ids: 1-D int64 global IDs; duplicates are dropped.
-        bounds: ``num_parts + 1`` range boundaries (partition ``k`` owns ``[bounds[k], bounds[k+1])``).
-        rank: this trainer's rank.
-        world_size: number of trainers.
-        force_even: give every rank the same count, plus or minus one.
-
-    Returns:
-        Sorted int64 IDs for ``rank``.
-
-    Raises:
-        ValueError: for a bad ``rank`` / ``world_size``.
-        IndexError: for an ID outside ``[0, bounds[-1])``.
-    """
-    _check_rank(rank, world_size)
-    bounds = np.asarray(bounds, dtype=np.int64)
-    unique_ids, owner = assign_owners(ids, bounds, world_size, force_even)
-    return unique_ids[owner == rank]
-
-
-def split_by_trainer_ids(
-    ids: np.ndarray, bounds: np.ndarray, rank: int, world_size: int, trainer_ids: np.ndarray
-) -> np.ndarray:
-    """DGL's split of a partition's share among its trainers by the nodes' trainer IDs.
-
-    The partitions first take even shares of ``ids``, locality first (``force_even``). A partition's
-    ``world_size // num_parts`` trainers then split its share: the IDs whose trainer ID names this
-    partition, ordered by their local trainer (``trainer_id % per_part``), are cut into even runs,
-    and so are the share's other IDs; the rank takes its run of each. With trainer IDs for more
-    trainers than run now (a multiple of ``world_size``), consecutive trainer IDs are merged first.
-
-    Args:
-        ids: 1-D int64 global IDs; duplicates are dropped.
-        bounds: ``num_parts + 1`` range boundaries.
-        rank: this trainer's rank.
-        world_size: number of trainers: at most the number of partitions (the trainer IDs are then
-            not needed) or a multiple of it.
-        trainer_ids: the trainer ID of every ID in ``[0, bounds[-1])`` (``part_id * N + local``).
-
-    Returns:
-        Sorted int64 IDs for ``rank``.
-
-    Raises:
-        ValueError: a bad rank, ``world_size`` not a multiple of the partitions, trainer IDs of the
-            wrong length or for a trainer count that is not a multiple of ``world_size``.
-    """
-    _check_rank(rank, world_size)
-    bounds = np.asarray(bounds, dtype=np.int64)
-    num_parts = len(bounds) - 1
-    if world_size <= num_parts:  # no partition has several trainers: the trainer IDs change nothing
-        return split_ids(ids, bounds, rank, world_size, force_even=True)
-    if world_size % num_parts:
-        raise ValueError(
-            f"splitting by trainer IDs needs a world_size that is a multiple of the {num_parts} partitions, "
-            f"got {world_size}"
-        )
-    trainer_ids = np.asarray(trainer_ids, dtype=np.int64).reshape(-1)
-    if trainer_ids.size != int(bounds[-1]):
-        raise ValueError(f"trainer IDs have {trainer_ids.size} entries but there are {int(bounds[-1])} IDs")
-    per_part = world_size // num_parts
-    unique_ids, part_owner = assign_owners(ids, bounds, num_parts, force_even=True)
-    part_id = rank // per_part
-    share = unique_ids[part_owner == part_id]
-    if per_part == 1:
-        return share
-    trainers = trainer_ids[share]
-    num_trainers = int(trainer_ids.max()) + 1 if trainer_ids.size else 0
-    if num_trainers > world_size:
-        if num_trainers % world_size:
-            raise ValueError(
-                f"trainer IDs name {num_trainers} trainers, not a multiple of world_size {world_size}"
-            )
-        trainers = trainers // (num_trainers // world_size)
-    own = trainers // per_part == part_id
-    local = share[own][np.argsort(trainers[own] % per_part, kind="stable")]
-    other = share[~own]
-    slot = rank % per_part
-    picked = []
-    for group in (local, other):
-        ends = np.concatenate(([0], np.cumsum(even_sizes(group.size, per_part))))
-        picked.append(group[ends[slot] : ends[slot + 1]])
-    return np.sort(np.concatenate(picked))
-
-
-def assign_owners(
-    ids: np.ndarray, bounds: np.ndarray, world_size: int, force_even: bool = True
-) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct IDs of ``ids`` (sorted) and the rank that takes each of them.
-
-    Raises:
-        ValueError: for a non-positive ``world_size``.
-        IndexError: for an ID outside ``[0, bounds[-1])``.
-    """
-    _check_positive("world_size", world_size)
-    bounds = np.asarray(bounds, dtype=np.int64)
-    num_parts = len(bounds) - 1
-    ids = np.unique(np.asarray(ids, dtype=np.int64))
-    parts = partition_of(ids, bounds)
-    counts = np.bincount(parts, minlength=num_parts)
-    # ids are sorted and partitions own ascending ranges, so each partition's IDs are contiguous here.
-    starts = np.concatenate(([0], np.cumsum(counts)))
-    owner = np.full(ids.size, -1, dtype=np.int64)
-    if not force_even:
-        for part_id in range(num_parts):
-            ranks = np.asarray(partition_trainers(part_id, world_size, num_parts), dtype=np.int64)
-            sizes = even_sizes(int(counts[part_id]), ranks.size)
-            owner[starts[part_id] : starts[part_id + 1]] = np.repeat(ranks, sizes)
-        return ids, owner
-    quotas = even_sizes(ids.size, world_size)
-    taken = np.zeros(world_size, dtype=np.int64)
-    for part_id in range(num_parts):
-        cursor, end = int(starts[part_id]), int(starts[part_id + 1])
-        for rank in partition_trainers(part_id, world_size, num_parts):
-            take = min(int(quotas[rank] - taken[rank]), end - cursor)
-            owner[cursor : cursor + take] = rank
-            cursor += take
-            taken[rank] += take
-    leftovers = np.flatnonzero(owner < 0)
-    owner[leftovers] = np.repeat(np.arange(world_size, dtype=np.int64), quotas - taken)
-    return ids, owner
 
 
 def node_split(
@@ -267,12 +89,8 @@ def edge_split(
 
 
 def _split(items, book, kind, type_name, default_type, rank, force_even, world_size, trainer_ids=None):
-    import torch
-
-    from graphstore.client import context as context_module
-
     if book is None:
-        book = context_module.get_context().book
+        book = get_context().book
     if kind == "node":
         bounds = book.node_type_bounds(None if type_name in (None, default_type) else type_name)
     else:
@@ -280,7 +98,7 @@ def _split(items, book, kind, type_name, default_type, rank, force_even, world_s
     bounds = np.asarray(bounds, dtype=np.int64)
     total = int(bounds[-1])
     if rank is None or world_size is None:
-        ctx_rank, ctx_world = context_module.trainer_rank_and_world()
+        ctx_rank, ctx_world = trainer_rank_and_world()
         rank = ctx_rank if rank is None else rank
         world_size = ctx_world if world_size is None else world_size
     ids = _selected_ids(items, total, kind)
@@ -299,9 +117,6 @@ def _check_length(values, total: int, what: str) -> None:
     Raises:
         ValueError: not ``total`` entries.
     """
-    from graphstore.client.dist_tensor import DistTensor
-    from graphstore.ids import to_numpy
-
     if isinstance(values, DistTensor):
         if values.shape[0] != total:
             raise ValueError(f"{what} {values.name!r} have {values.shape[0]} rows, expected {total}")
@@ -312,9 +127,6 @@ def _check_length(values, total: int, what: str) -> None:
 def _whole_array(values, total: int) -> np.ndarray:
     """Every entry of a per-node (or per-edge) array of ``total`` entries, a :class:`DistTensor` or a
     local one, as int64."""
-    from graphstore.client.dist_tensor import DistTensor
-    from graphstore.ids import to_numpy
-
     if isinstance(values, DistTensor):
         return values.read(slice(0, total)).numpy().reshape(total, -1)[:, 0].astype(np.int64)
     return to_numpy(values).reshape(-1).astype(np.int64, copy=False)
@@ -322,9 +134,6 @@ def _whole_array(values, total: int) -> np.ndarray:
 
 def _selected_ids(items, total: int, policy: str) -> np.ndarray:
     """The IDs a mask selects, or the given IDs (as int64 numpy)."""
-    from graphstore.client.dist_tensor import DistTensor
-    from graphstore.ids import check_id_range, to_numpy
-
     what = "nodes" if policy == "node" else "edges"
     if isinstance(items, DistTensor):
         if items.shape[0] != total:
@@ -351,14 +160,3 @@ def _selected_ids(items, total: int, policy: str) -> np.ndarray:
     ids = arr.astype(np.int64, copy=False)
     check_id_range(ids, total, what)
     return ids
-
-
-def _check_positive(name: str, value: int) -> None:
-    if int(value) < 1:
-        raise ValueError(f"{name} must be at least 1, got {value}")
-
-
-def _check_rank(rank: int, world_size: int) -> None:
-    _check_positive("world_size", world_size)
-    if not 0 <= int(rank) < int(world_size):
-        raise ValueError(f"rank {rank} is out of range for world_size {world_size}")

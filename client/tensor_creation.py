@@ -10,6 +10,7 @@ import numpy as np
 
 from graphstore.client.context import ClientContext
 from graphstore.errors import ServerError
+from graphstore.partition import PartitionPolicy
 from graphstore.types import EDGE, NODE, InitSpec, TensorScheme
 
 logger = logging.getLogger(__name__)
@@ -62,8 +63,6 @@ def resolve_policy(part_policy, num_rows: int, ctx: ClientContext) -> str:
             f"shape[0]={num_rows} matches neither the number of nodes ({num_nodes}) "
             f"nor of edges ({num_edges})"
         )
-    from graphstore.partition import PartitionPolicy
-
     if isinstance(part_policy, PartitionPolicy):
         policy = part_policy.policy
         label = part_policy.policy_str

@@ -40,8 +40,11 @@ from torch_geometric.sampler import NegativeSampling
 from graphstore.client import exit_client, node_split
 from graphstore.client.training import (
     all_reduce_sum,
+    feature_width,
     init_process_group,
+    mask_nodes,
     open_graph,
+    prepare_features,
     rank_and_world,
     set_threads,
 )
@@ -80,14 +83,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def features(x: torch.Tensor, norm: str) -> torch.Tensor:
-    """float32 features, optionally divided by each row's L1 norm."""
-    x = x.float()
-    if norm == "row":
-        x = x / x.abs().sum(dim=1, keepdim=True).clamp(min=1e-12)
-    return x
-
-
 class TypedInput(nn.Module):
     """Per node type: a linear projection of its features, or a learned embedding row per node."""
 
@@ -104,7 +99,7 @@ class TypedInput(nn.Module):
         out = {}
         for ntype in batch.node_types:
             if ntype in self.project:
-                out[ntype] = self.project[ntype](features(batch[ntype].x, norm))
+                out[ntype] = self.project[ntype](prepare_features(batch[ntype].x, norm))
             else:
                 out[ntype] = self.embed[ntype](batch[ntype].n_id)
         return out
@@ -131,15 +126,6 @@ def shard(nodes: torch.Tensor, rank: int, world: int) -> torch.Tensor:
     return nodes[rank::world]
 
 
-def mask_nodes(g, name: str, ntype: str | None) -> torch.Tensor:
-    data = g.nodes[ntype].data
-    if name not in data:
-        return torch.empty(0, dtype=torch.int64)
-    count = g.num_nodes(ntype)
-    mask = data[name][torch.arange(count)].reshape(count, -1)[:, 0].bool()
-    return torch.nonzero(mask, as_tuple=True)[0]
-
-
 # ----- node classification ---------------------------------------------------------------------------
 
 
@@ -155,10 +141,11 @@ def run_node(args, g, rank: int, world: int, distributed: bool) -> float:
     train = node_split(
         g.nodes[target].data["train_mask"], g.get_partition_book(), ntype=split_type, force_even=True
     )
-    test = mask_nodes(g, "test_mask", target)
-    if args.eval_max_nodes is not None and test.numel() > args.eval_max_nodes:
-        test = test[torch.randperm(test.numel(), generator=torch.Generator().manual_seed(args.seed))]
-        test = test[: args.eval_max_nodes].sort().values
+    test = (
+        mask_nodes(g, "test_mask", args.eval_max_nodes, args.seed, target)
+        if "test_mask" in g.nodes[target].data
+        else torch.empty(0, dtype=torch.int64)
+    )
     fanouts = args.fanouts if args.model == "sage" else [0]
     sampler = NeighborSampler(g, fanouts, seed=None)
 
@@ -177,9 +164,9 @@ def run_node(args, g, rank: int, world: int, distributed: bool) -> float:
     if typed:
         for ntype in g.ntypes:
             if "feat" in g.nodes[ntype].data:
-                featured[ntype] = int(np.prod(g.nodes[ntype].data["feat"].shape[1:]))
+                featured[ntype] = feature_width(g.nodes[ntype].data["feat"])
         first = next(iter(train_loader))
-    in_feats = featured.get(target) if typed else int(np.prod(g.ndata["feat"].shape[1:]))
+    in_feats = featured.get(target) if typed else feature_width(g.ndata["feat"])
     if args.model == "mlp":
         model = MLP([in_feats, args.hidden, classes], dropout=args.dropout)
     elif typed:
@@ -195,10 +182,10 @@ def run_node(args, g, rank: int, world: int, distributed: bool) -> float:
     def logits(batch):
         if args.model == "mlp":
             store = batch[target] if typed else batch
-            return model(features(store.x[: store.batch_size], args.feat_norm))
+            return model(prepare_features(store.x[: store.batch_size], args.feat_norm))
         if typed:
             return model(batch, args.feat_norm, target)
-        out = model(features(batch.x, args.feat_norm), batch.edge_index)
+        out = model(prepare_features(batch.x, args.feat_norm), batch.edge_index)
         return out[: batch.batch_size]
 
     def seed_labels(batch):
@@ -287,14 +274,14 @@ def run_link(args, g, rank: int, world: int, distributed: bool) -> float:
         batch_size=args.batch_size,
         shuffle=True,
     )
-    in_feats = int(np.prod(g.ndata["feat"].shape[1:]))
+    in_feats = feature_width(g.ndata["feat"])
     model = GraphSAGE(in_feats, args.hidden, len(args.fanouts), args.hidden, dropout=args.dropout)
     if distributed:
         model = nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
 
     def scores(batch):
-        h = model(features(batch.x, args.feat_norm), batch.edge_index)
+        h = model(prepare_features(batch.x, args.feat_norm), batch.edge_index)
         return (h[batch.edge_label_index[0]] * h[batch.edge_label_index[1]]).sum(-1)
 
     for epoch in range(args.epochs):

@@ -186,17 +186,40 @@ class TokenAuthInterceptor(grpc.ServerInterceptor):
             )
         # The continuation is only reached for authorized calls, which still wait out a cool-down.
         handler = continuation(handler_call_details)
-        if handler is None or handler.unary_unary is None:
+        if handler is None:
             return handler
-        return handler._replace(unary_unary=self._unless_blocked(handler.unary_unary, method))
+        if handler.unary_unary is not None:
+            return handler._replace(unary_unary=self._unless_blocked(handler.unary_unary, method))
+        if handler.stream_stream is not None:
+            return handler._replace(stream_stream=self._stream_unless_blocked(handler.stream_stream, method))
+        return handler
+
+    def _wait_out_cooldown(self, context: grpc.ServicerContext, method: str) -> None:
+        blocked = self._limiter.blocked_for(context.peer())
+        if blocked > 0:
+            self._count(grpc.StatusCode.RESOURCE_EXHAUSTED, method)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _cooldown_message(blocked))
 
     def _unless_blocked(self, behavior, method: str):
         def run(request, context: grpc.ServicerContext):
-            blocked = self._limiter.blocked_for(context.peer())
-            if blocked > 0:
-                self._count(grpc.StatusCode.RESOURCE_EXHAUSTED, method)
-                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, _cooldown_message(blocked))
+            self._wait_out_cooldown(context, method)
             return behavior(request, context)
+
+        return run
+
+    def _stream_unless_blocked(self, behavior, method: str):
+        """A stream's behavior refused while its peer waits out a cool-down: when it opens, and at each
+        message (a stream opened before the cool-down does not outlive it)."""
+
+        def run(requests, context: grpc.ServicerContext):
+            self._wait_out_cooldown(context, method)
+
+            def checked():
+                for request in requests:
+                    self._wait_out_cooldown(context, method)
+                    yield request
+
+            yield from behavior(checked(), context)
 
         return run
 

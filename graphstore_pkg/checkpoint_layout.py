@@ -8,7 +8,8 @@ A cluster-wide save (``graphstore.client.checkpoint.save``) is one consistent se
 
 A folder without a manifest holds tensors directly (``PATH/<tensor>/meta.json``: one server's
 checkpoint, e.g. a periodic checkpoint's ``tensors`` folder). The server writes and reads these sets
-(``server/checkpoint_set.py``); the client reads the manifest to check a checkpoint before a restore.
+(``server/durability/checkpoint_set.py``); the client reads the manifest to check a checkpoint before
+a restore.
 """
 
 from __future__ import annotations

@@ -1,8 +1,10 @@
 """Small control-plane calls to partition servers: health probe, stats, metrics and shutdown.
 
-Used by ``graphstore launch``, ``status`` and ``stop``. Deliberately light: it imports grpc and
-the generated stubs only (no torch, no numpy), so a container health check that runs
-``graphstore status --probe`` every few seconds starts in a fraction of a second.
+Used by ``graphstore launch``, ``status`` and ``stop``. The calls go through the client's transport,
+one attempt each within the timeout: the health check and Shutdown through its channel
+(:class:`~graphstore.client.transport.channel.ServerChannel`, grpc only: no torch, no numpy, so a
+container health check that runs ``graphstore status --probe`` every few seconds starts in a fraction
+of a second), Stats through :class:`~graphstore.client.transport.remote.RemotePartition`.
 
 Every call takes an optional :class:`graphstore.auth.ChannelSecurity` (TLS and the shared
 token, from the cluster config); the health check is answered without the token, Stats and Shutdown
@@ -16,62 +18,48 @@ import math
 import socket
 import ssl
 from dataclasses import dataclass, field
-
-import grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
+from typing import TYPE_CHECKING
 
 from graphstore.auth import NO_SECURITY, ChannelSecurity
+from graphstore.client.transport.channel import ServerChannel
 from graphstore.config import split_address
+from graphstore.errors import ServerError, ServerUnavailableError
 from graphstore.launcher.hosts import port_accepts_connections
+from graphstore.protos import graphstore_pb2
+from graphstore.rpc import RpcPolicy
+
+if TYPE_CHECKING:  # graphstore.types imports numpy, which the probe does not load
+    from graphstore.types import TensorScheme
 
 # The status a probe reports for a server that did not answer at all.
 UNREACHABLE = "UNREACHABLE"
 SERVING = "SERVING"
 
 
-def probe_health(
-    address: str, timeout_s: float = 2.0, service: str = "", security: ChannelSecurity | None = None
-) -> str:
-    """Ask a server's ``grpc.health.v1`` service for its status.
+def _one_attempt(timeout_s: float) -> RpcPolicy:
+    """The control plane's call policy: one attempt, answered within ``timeout_s``."""
+    return RpcPolicy(deadline_s=timeout_s, max_retries=0)
+
+
+def probe_health(address: str, timeout_s: float = 2.0, security: ChannelSecurity | None = None) -> str:
+    """Ask a server's ``grpc.health.v1`` service for its status (:meth:`ServerChannel.health`).
 
     Args:
         address: ``host:port``.
         timeout_s: deadline of the check (the connection attempt included).
-        service: the health service name; ``""`` is the server as a whole.
         security: TLS settings (and token) to use; default a plain channel.
 
     Returns:
         ``"SERVING"``, ``"NOT_SERVING"``, ``"SERVICE_UNKNOWN"``, ``"UNKNOWN"``, or
         :data:`UNREACHABLE` when nothing answered before the deadline (a TLS mismatch included).
     """
-    security = security or NO_SECURITY
-    with security.channel(address) as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        try:
-            response = stub.Check(
-                health_pb2.HealthCheckRequest(service=service),
-                timeout=timeout_s,
-                wait_for_ready=False,
-                metadata=security.metadata,
-            )
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.NOT_FOUND:
-                return "SERVICE_UNKNOWN"
-            return UNREACHABLE
-    return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
-
-
-@dataclass(frozen=True)
-class TensorInfo:
-    """One named tensor as ``graphstore status`` shows it."""
-
-    name: str
-    dtype: str
-    shape: tuple[int, ...]
-    policy: str
-    writable: bool
-    persistent: bool
-    from_partition: bool
+    channel = ServerChannel(address, _one_attempt(timeout_s), security or NO_SECURITY)
+    try:
+        return channel.health(timeout_s)
+    except ServerUnavailableError as exc:
+        return "SERVICE_UNKNOWN" if exc.code == "NOT_FOUND" else UNREACHABLE
+    finally:
+        channel.close()
 
 
 @dataclass(frozen=True)
@@ -83,7 +71,7 @@ class ServerReport:
         health: the probe result (see :func:`probe_health`).
         part_id: the partition it reports serving (None when unreachable).
         uptime_s, rss_bytes, rss_anon_bytes: from its Stats RPC.
-        tensors: its named tensors.
+        tensors: its named tensors (from its Stats answer).
         counters: its request counters (``calls_METHOD``: the calls of each method it answered).
         read_replica: whether it serves as a read replica (None when unreachable).
         error: why Stats failed, if it did.
@@ -98,7 +86,7 @@ class ServerReport:
     uptime_s: float | None = None
     rss_bytes: int | None = None
     rss_anon_bytes: int | None = None
-    tensors: tuple[TensorInfo, ...] = ()
+    tensors: tuple[TensorScheme, ...] = ()
     counters: dict[str, int] = field(default_factory=dict)
     read_replica: bool | None = None
     error: str | None = None
@@ -123,7 +111,7 @@ def fetch_report(
     Returns:
         A :class:`ServerReport`; unreachable servers get ``health == "UNREACHABLE"``.
     """
-    from graphstore.protos import graphstore_pb2, graphstore_pb2_grpc
+    from graphstore.client.transport.remote import RemotePartition  # numpy: not for the probe
 
     security = security or NO_SECURITY
     health = probe_health(address, timeout_s, security=security)
@@ -136,30 +124,17 @@ def fetch_report(
             metrics = summarize_metrics(fetch_metrics_text(host, metrics_port, timeout_s, security))
         except (OSError, ValueError, http.client.HTTPException) as exc:
             metrics_error = f"metrics at port {metrics_port}: {exc}"
-    with security.channel(address) as channel:
-        stub = graphstore_pb2_grpc.PartitionServiceStub(channel)
-        try:
-            stats = stub.Stats(graphstore_pb2.StatsRequest(), timeout=timeout_s, metadata=security.metadata)
-        except grpc.RpcError as exc:
-            return ServerReport(
-                address=address,
-                health=health,
-                error=f"{exc.code().name}: {exc.details()}",
-                metrics=metrics,
-                metrics_error=metrics_error,
-            )
-    tensors = tuple(
-        TensorInfo(
-            name=t.name,
-            dtype=graphstore_pb2.DType.Name(t.dtype).lower(),
-            shape=tuple(t.shape),
-            policy=graphstore_pb2.Policy.Name(t.policy).lower(),
-            writable=t.writable,
-            persistent=t.persistent,
-            from_partition=t.from_partition,
+    try:
+        with RemotePartition(address, policy=_one_attempt(timeout_s), security=security) as remote:
+            stats = remote.stats()
+    except ServerError as exc:
+        return ServerReport(
+            address=address,
+            health=health,
+            error=f"{exc.code}: {exc.details}",
+            metrics=metrics,
+            metrics_error=metrics_error,
         )
-        for t in stats.tensors
-    )
     return ServerReport(
         address=address,
         health=health,
@@ -167,7 +142,7 @@ def fetch_report(
         uptime_s=stats.uptime_s,
         rss_bytes=stats.rss_bytes,
         rss_anon_bytes=stats.rss_anon_bytes,
-        tensors=tensors,
+        tensors=stats.tensors,
         counters=dict(stats.counters),
         read_replica=stats.read_replica,
         metrics=metrics,
@@ -283,7 +258,7 @@ def summarize_metrics(text: str) -> dict:
 
 
 def request_shutdown(address: str, timeout_s: float = 5.0, security: ChannelSecurity | None = None) -> str:
-    """Ask a server to shut down through its Shutdown RPC.
+    """Ask a server to shut down through its Shutdown RPC (the channel of :meth:`RemotePartition.shutdown`).
 
     Args:
         address: ``host:port``.
@@ -296,22 +271,20 @@ def request_shutdown(address: str, timeout_s: float = 5.0, security: ChannelSecu
     Raises:
         RuntimeError: the server answered with an error (the message names the address and status).
     """
-    from graphstore.protos import graphstore_pb2, graphstore_pb2_grpc
-
-    security = security or NO_SECURITY
-    with security.channel(address) as channel:
-        stub = graphstore_pb2_grpc.PartitionServiceStub(channel)
-        try:
-            stub.Shutdown(graphstore_pb2.ShutdownRequest(), timeout=timeout_s, metadata=security.metadata)
-        except grpc.RpcError as exc:
-            if exc.code() == grpc.StatusCode.UNAVAILABLE:
-                if port_accepts_connections(*split_address(address)):
-                    raise RuntimeError(
-                        f"server {address}: Shutdown failed: UNAVAILABLE: {exc.details()} (something "
-                        "accepts connections there: a TLS setting that does not match the server's?)"
-                    ) from None
-                return "not running"
-            raise RuntimeError(
-                f"server {address}: Shutdown failed: {exc.code().name}: {exc.details()}"
-            ) from None
+    channel = ServerChannel(address, _one_attempt(timeout_s), security or NO_SECURITY)
+    try:
+        channel.call("Shutdown", graphstore_pb2.ShutdownRequest())
+    except ServerError as exc:
+        if exc.code == "UNAVAILABLE":
+            if port_accepts_connections(*split_address(address)):
+                raise RuntimeError(
+                    f"server {address}: Shutdown failed: UNAVAILABLE: {exc.details} (something "
+                    "accepts connections there: a TLS setting that does not match the server's?)"
+                ) from None
+            return "not running"
+        raise RuntimeError(f"server {address}: Shutdown failed: {exc.code}: {exc.details}") from None
+    except Exception as exc:  # noqa: BLE001 - a graphstore error kind the server named (e.g. PermissionError)
+        raise RuntimeError(f"server {address}: Shutdown failed: {exc}") from None
+    finally:
+        channel.close()
     return "stopping"

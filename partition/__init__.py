@@ -9,10 +9,11 @@ Typical use::
     book = load_partition_book(result.config_path)    # RangePartitionBook
 """
 
+from graphstore.partition.array_input import graph_from_arrays
 from graphstore.partition.assignment import assign_partitions
 from graphstore.partition.book import RangePartitionBook
 from graphstore.partition.format import load_partition, load_partition_book, read_config
-from graphstore.partition.graph import GraphData, graph_from_arrays
+from graphstore.partition.graph import GraphData
 from graphstore.partition.graph_files import load_edge_list, load_graph, load_npz
 from graphstore.partition.partitioner import PartitionResult, partition_graph
 from graphstore.partition.policy import PartitionPolicy

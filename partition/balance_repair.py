@@ -18,12 +18,33 @@ def balance_limits(totals: np.ndarray, num_parts: int, tolerance: float) -> tupl
     return min(target * (1 - tolerance), np.floor(target)), max(target * (1 + tolerance), np.ceil(target))
 
 
-def _neighbor_gain(
-    csr: SymmetricCSR, part: np.ndarray, nodes: np.ndarray, source: int, dest: int
+def neighbor_gain(
+    indptr: np.ndarray,
+    nodes: np.ndarray,
+    neighbor_part: np.ndarray,
+    source: int,
+    dest: int,
+    indices: np.ndarray | None = None,
 ) -> np.ndarray:
-    """For each node in ``nodes``: (# neighbors in ``dest``) - (# neighbors in ``source``)."""
-    starts = csr.indptr[nodes]
-    counts = csr.indptr[nodes + 1] - starts
+    """The edge-cut gain of moving each of ``nodes`` from partition ``source`` to ``dest``.
+
+    Used by the serial repair (:func:`repair_balance`) and the MPI one
+    (:func:`~graphstore.partition.parallel.assign.repair_balance_parallel`).
+
+    Args:
+        indptr: row pointers of the adjacency (CSR) the nodes index.
+        nodes: the candidate nodes (rows of ``indptr``).
+        neighbor_part: with ``indices``, the partition of every node; without, the partition of the
+            neighbor at every adjacency position (as an MPI rank looks them up from their owners).
+        source: the partition the nodes would leave.
+        dest: the partition they would join.
+        indices: column indices of the adjacency, or None (see ``neighbor_part``).
+
+    Returns:
+        int64, per node: (# neighbors in ``dest``) - (# neighbors in ``source``).
+    """
+    starts = indptr[nodes]
+    counts = indptr[nodes + 1] - starts
     total = int(counts.sum())
     if total == 0:
         return np.zeros(nodes.size, dtype=np.int64)
@@ -31,8 +52,8 @@ def _neighbor_gain(
     row_of = np.repeat(np.arange(nodes.size), counts)
     first = np.repeat(np.cumsum(counts) - counts, counts)
     positions = np.repeat(starts, counts) + (np.arange(total) - first)
-    neighbor_part = part[csr.indices[positions]]
-    score = (neighbor_part == dest).astype(np.int64) - (neighbor_part == source)
+    at = neighbor_part[positions] if indices is None else neighbor_part[indices[positions]]
+    score = (at == dest).astype(np.int64) - (at == source)
     return np.bincount(row_of, weights=score, minlength=nodes.size).astype(np.int64)
 
 
@@ -83,7 +104,7 @@ def repair_balance(
             candidates = np.flatnonzero((part == source) & (w > 0))
             if candidates.size == 0 or amount <= 0:
                 continue
-            gain = _neighbor_gain(csr, part, candidates, source, dest)
+            gain = neighbor_gain(csr.indptr, candidates, part, source, dest, indices=csr.indices)
             order = np.argsort(-gain, kind="stable")
             cum = np.cumsum(w[candidates[order]])
             take = max(1, int(np.searchsorted(cum, amount, side="right")))

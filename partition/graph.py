@@ -1,13 +1,14 @@
-"""Input graphs for the partitioner in memory: :class:`GraphData`, its validation, and building one from a
-dict of arrays shaped like an input ``.npz`` (files are read by :mod:`graphstore.partition.graph_files`).
+"""Input graphs for the partitioner in memory: :class:`GraphData` and its validation.
 
-Such a dict holds ``src`` and ``dst`` (integer arrays of length E), optionally ``num_nodes``
-(a scalar), and any number of node arrays (first dimension N: ``feat``, ``label``, ``train_mask``...)
-and edge arrays (first dimension E). Whether an array belongs to the nodes or the edges is decided
-by its length; when N == E it is taken as a node array. N is ``num_nodes`` when given, else the
-length of the node arrays, else ``max(src, dst) + 1``. A typed graph uses its own key convention
-(``num_nodes/<ntype>``, ``node/<ntype>/<name>``, ``edge/<src>:<etype>:<dst>/...``; see
-:mod:`graphstore.partition.typed_input`).
+A graph is built from a dict of arrays shaped like an input ``.npz`` by
+:func:`~graphstore.partition.array_input.graph_from_arrays` (files are read by
+:mod:`graphstore.partition.graph_files`). Such a dict holds ``src`` and ``dst`` (integer arrays of
+length E), optionally ``num_nodes`` (a scalar), and any number of node arrays (first dimension N:
+``feat``, ``label``, ``train_mask``...) and edge arrays (first dimension E). Whether an array belongs to
+the nodes or the edges is decided by its length; when N == E it is taken as a node array. N is
+``num_nodes`` when given, else the length of the node arrays, else ``max(src, dst) + 1``. A typed graph
+uses its own key convention (``num_nodes/<ntype>``, ``node/<ntype>/<name>``,
+``edge/<src>:<etype>:<dst>/...``; see :mod:`graphstore.partition.typed_input`).
 """
 
 from __future__ import annotations
@@ -130,7 +131,12 @@ def id_range(ids: np.ndarray, chunk: int = 1 << 24) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def _check_id_array(name: str, arr: np.ndarray) -> np.ndarray:
+def check_id_array(name: str, arr: np.ndarray) -> np.ndarray:
+    """``arr`` as a one-dimensional integer array of node IDs.
+
+    Raises:
+        ValueError: another shape or a non-integer dtype (named).
+    """
     arr = np.asarray(arr)
     if arr.ndim != 1:
         raise ValueError(f"{name} must be one-dimensional, got shape {arr.shape}")
@@ -153,8 +159,8 @@ def validate_graph(graph: GraphData) -> None:
         raise ValueError("nodes_per_type / edges_per_type must give one count per node / edge type")
     if graph.num_nodes < 1:
         raise ValueError(f"num_nodes must be >= 1, got {graph.num_nodes}")
-    _check_id_array("src", graph.src)
-    _check_id_array("dst", graph.dst)
+    check_id_array("src", graph.src)
+    check_id_array("dst", graph.dst)
     if graph.src.shape[0] != graph.dst.shape[0]:
         raise ValueError(f"src and dst differ in length: {graph.src.shape[0]} != {graph.dst.shape[0]}")
     if sum(graph.edges_per_type) != graph.num_edges:
@@ -191,78 +197,3 @@ def validate_graph(graph: GraphData) -> None:
         clash = node_names & edge_names
         if clash:
             raise ValueError(f"names used for both node and edge arrays: {sorted(clash)}")
-
-
-def graph_from_arrays(arrays: dict[str, np.ndarray], num_nodes: int | None = None) -> GraphData:
-    """Build a :class:`GraphData` from a dict shaped like an input ``.npz``: homogeneous (below) or in the
-    typed convention of :mod:`graphstore.partition.typed_input`.
-
-    Args:
-        arrays: ``src``, ``dst``, optional ``num_nodes``, and node / edge arrays by name.
-        num_nodes: overrides ``arrays['num_nodes']`` and the inferred count.
-
-    Returns:
-        The validated graph.
-
-    Raises:
-        ValueError: missing ``src``/``dst``, or an array whose length is neither N nor E.
-    """
-    from graphstore.partition.typed_input import graph_from_typed_arrays, is_typed_input
-
-    if is_typed_input(arrays):
-        if num_nodes is not None:
-            raise ValueError("num_nodes does not apply to a typed graph: give num_nodes/<ntype> arrays")
-        return graph_from_typed_arrays(arrays)
-    missing = [k for k in ("src", "dst") if k not in arrays]
-    if missing:
-        raise ValueError(f"graph is missing required arrays {missing}; has {sorted(arrays)}")
-    src = _check_id_array("src", arrays["src"])
-    dst = _check_id_array("dst", arrays["dst"])
-    if src.shape[0] != dst.shape[0]:
-        raise ValueError(f"src and dst differ in length: {src.shape[0]} != {dst.shape[0]}")
-    num_edges = src.shape[0]
-    others = {k: np.asarray(v) for k, v in arrays.items() if k not in ("src", "dst", "num_nodes")}
-    for name, arr in others.items():
-        if arr.ndim == 0:
-            raise ValueError(f"array {name!r} is a scalar; node and edge arrays need one row per node/edge")
-    if num_nodes is None and "num_nodes" in arrays:
-        num_nodes = int(np.asarray(arrays["num_nodes"]).reshape(()))
-    if num_nodes is None:
-        lengths = {a.shape[0] for a in others.values() if a.shape[0] != num_edges}
-        if len(lengths) > 1:
-            raise ValueError(
-                f"arrays have mismatched lengths {sorted(lengths)}: each must have num_edges={num_edges} "
-                f"rows or the same number of node rows"
-            )
-        if lengths:
-            num_nodes = lengths.pop()
-            hi = _largest_id(src, dst)
-            if hi >= num_nodes:
-                short = sorted(k for k, a in others.items() if a.shape[0] == num_nodes)
-                raise ValueError(
-                    f"node arrays {short} have {num_nodes} rows, but src/dst hold node ID {hi}: "
-                    f"array {short[0]!r} has {num_nodes} rows; expected one per node (>= {hi + 1})"
-                )
-        else:
-            num_nodes = max(_largest_id(src, dst) + 1, 1)
-    num_nodes = int(num_nodes)
-    node_data: dict[str, np.ndarray] = {}
-    edge_data: dict[str, np.ndarray] = {}
-    for name, arr in others.items():
-        if arr.shape[0] == num_nodes:
-            node_data[name] = arr
-        elif arr.shape[0] == num_edges:
-            edge_data[name] = arr
-        else:
-            raise ValueError(
-                f"array {name!r} has {arr.shape[0]} rows; "
-                f"expected num_nodes={num_nodes} or num_edges={num_edges}"
-            )
-    graph = GraphData.homogeneous(num_nodes, src, dst, node_data, edge_data)
-    validate_graph(graph)
-    return graph
-
-
-def _largest_id(src: np.ndarray, dst: np.ndarray) -> int:
-    """The largest node ID in ``src`` and ``dst`` (-1 without edges)."""
-    return max((bounds[1] for bounds in (id_range(src), id_range(dst)) if bounds is not None), default=-1)

@@ -17,7 +17,8 @@ import zipfile
 
 import numpy as np
 
-from graphstore.partition.graph import GraphData, graph_from_arrays
+from graphstore.partition.array_input import graph_from_arrays
+from graphstore.partition.graph import GraphData
 
 EDGE_LIST_SUFFIXES = (".txt", ".csv", ".tsv", ".el", ".edges", ".edgelist")
 

@@ -16,13 +16,14 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from graphstore.partition.array_input import graph_from_arrays
 from graphstore.partition.assignment import (
     assign_partitions,
     check_method,
     check_num_parts,
     edge_cut_fraction,
 )
-from graphstore.partition.graph import GraphData, graph_from_arrays, validate_graph
+from graphstore.partition.graph import GraphData, validate_graph
 from graphstore.partition.graph_files import load_graph
 from graphstore.partition.input_adapters import graph_from_object, is_graph_object, rename_arrays
 from graphstore.partition.memory import PhaseMeter

@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
@@ -20,7 +20,7 @@ from graphstore.partition.graph import GraphData
 from graphstore.partition.memory import release_pages
 from graphstore.partition.relabel import Relabeling, csr_pieces
 from graphstore.partition.types import FORMAT_VERSION
-from graphstore.types import etype_key
+from graphstore.types import GraphSchema, etype_key
 
 HALF_FLOAT_DTYPES = ("float16", "bfloat16")
 WRITE_CHUNK = 1 << 22  # ID rows per write() call
@@ -90,8 +90,9 @@ def _write_rows(path: str, source: np.ndarray, index: np.ndarray, dtype_name: st
     write_npy(path, info(dtype_name).storage, (int(index.shape[0]), *source.shape[1:]), rows())
 
 
-def _save(path: str, array: np.ndarray) -> None:
-    """Save an ID array as int64 (the on-disk format), whatever its width in memory."""
+def save_ids(path: str, array: np.ndarray) -> None:
+    """Save an ID array as int64 (the on-disk format), whatever its width in memory, a chunk at a time
+    (no whole int64 copy)."""
     write_npy(path, np.int64, array.shape, _row_chunks(array))
 
 
@@ -124,14 +125,15 @@ def staged_output_folder(out_path: str) -> Iterator[str]:
     os.chmod(tmp_dir, 0o755)  # mkdtemp's 0700 would hide the partitions from servers run as other users
     try:
         yield tmp_dir
-        _replace_folder(tmp_dir, out_path)
+        replace_folder(tmp_dir, out_path)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
 
 
-def _replace_folder(tmp_dir: str, out_path: str) -> None:
-    """Move the finished ``tmp_dir`` to ``out_path``, replacing an existing folder there."""
+def replace_folder(tmp_dir: str, out_path: str) -> None:
+    """Move the finished ``tmp_dir`` to ``out_path``, replacing an existing folder there (the old one is
+    renamed aside first, so ``out_path`` is never half-written)."""
     if os.path.isdir(out_path) and os.listdir(out_path):
         trash = tempfile.mkdtemp(
             prefix=f".{os.path.basename(os.path.abspath(out_path))}.old-", dir=os.path.dirname(tmp_dir)
@@ -190,8 +192,8 @@ def write_partitions(
             ntype_counts[dst_types],
             num_etypes,
         )
-        _save(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
-        _save(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
+        save_ids(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
+        save_ids(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
         out_eid = labels.out_eid[labels.out_bounds[k] : labels.out_bounds[k + 1]]
         out_types = labels.edge_type[out_eid] if num_etypes > 1 else labels.edge_type[: len(out_eid)]
         out_pieces = csr_pieces(
@@ -201,16 +203,16 @@ def write_partitions(
             ntype_counts[src_types],
             num_etypes,
         )
-        _save(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
-        _save(os.path.join(part_dir, "out_dst.npy"), labels.new_dst[out_eid])
-        _save(os.path.join(part_dir, "out_eid.npy"), out_eid)
+        save_ids(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
+        save_ids(os.path.join(part_dir, "out_dst.npy"), labels.new_dst[out_eid])
+        save_ids(os.path.join(part_dir, "out_eid.npy"), out_eid)
         node_types = np.repeat(np.arange(len(schema.ntypes)), ntype_counts)
         orig_nid = labels.orig_nid[ns:ne] - node_in_offsets[node_types]
         orig_eid = labels.orig_eid[es:ee]
         if num_etypes > 1:  # per-type IDs: minus the type's first input position
             orig_eid = orig_eid - edge_in_offsets[labels.edge_type[es:ee]]
-        _save(os.path.join(part_dir, "orig_nid.npy"), orig_nid)
-        _save(os.path.join(part_dir, "orig_eid.npy"), orig_eid)
+        save_ids(os.path.join(part_dir, "orig_nid.npy"), orig_nid)
+        save_ids(os.path.join(part_dir, "orig_eid.npy"), orig_eid)
         for ntype, name, arr in graph.node_arrays():
             t = schema.ntype_id(ntype)
             rows = orig_nid[ntype_offsets[t] : ntype_offsets[t + 1]]
@@ -225,32 +227,82 @@ def write_partitions(
         parts_meta.append(
             {"path": f"part{k}", "num_nodes": ne - ns, "num_edges": ee - es, "num_out_edges": len(out_eid)}
         )
-    book = RangePartitionBook(
-        labels.node_bounds,
-        labels.edge_bounds,
-        schema=schema,
-        ntype_counts=labels.ntype_counts,
-        etype_counts=labels.etype_counts,
+    return write_partition_config(
+        out_dir,
+        graph_name=graph_name,
+        part_method=part_method,
+        book=partition_book(labels, schema),
+        nodes_per_type=graph.nodes_per_type,
+        edges_per_type=graph.edges_per_type,
+        node_feats=_schemes(graph.node_arrays(), dtype_names, "node"),
+        edge_feats=_schemes(graph.edge_arrays(), dtype_names, "edge"),
+        parts=parts_meta,
+        extra=extra,
     )
+
+
+def partition_book(bounds, schema: GraphSchema) -> RangePartitionBook:
+    """The partition book of a relabeling: ``bounds`` has ``node_bounds``, ``edge_bounds``,
+    ``ntype_counts`` and ``etype_counts`` (the serial :class:`~graphstore.partition.relabel.Relabeling`
+    or the parallel partitioner's labels)."""
+    return RangePartitionBook(
+        bounds.node_bounds,
+        bounds.edge_bounds,
+        schema=schema,
+        ntype_counts=bounds.ntype_counts,
+        etype_counts=bounds.etype_counts,
+    )
+
+
+def write_partition_config(
+    out_dir: str,
+    *,
+    graph_name: str,
+    part_method: str,
+    book: RangePartitionBook,
+    nodes_per_type: Sequence[int],
+    edges_per_type: Sequence[int],
+    node_feats: dict[str, dict[str, dict]],
+    edge_feats: dict[str, dict[str, dict]],
+    parts: list[dict],
+    extra: dict,
+) -> dict:
+    """Build the partition config (``graph_name.json``, docs/partition-format.md) and write it into
+    ``out_dir``: the one place the serial and the parallel partitioner make it.
+
+    Args:
+        out_dir: the output folder.
+        graph_name: the config file's name and the name recorded in it.
+        part_method: recorded in the config.
+        book: the partition book (its schema names the types; its ranges give the node and edge maps).
+        nodes_per_type, edges_per_type: the input's counts, in type-ID order.
+        node_feats, edge_feats: ``{type: {name: {"dtype": str, "shape": [row shape]}}}``.
+        parts: one ``{"path", "num_nodes", "num_edges", "num_out_edges"}`` entry per partition.
+        extra: more top-level entries (statistics, balance settings).
+
+    Returns:
+        The config as written.
+    """
+    schema = book.schema
     config = {
         "format_version": FORMAT_VERSION,
         "graph_name": graph_name,
-        "num_nodes": graph.num_nodes,
-        "num_edges": graph.num_edges,
-        "num_parts": num_parts,
+        "num_nodes": int(sum(nodes_per_type)),
+        "num_edges": int(sum(edges_per_type)),
+        "num_parts": book.num_partitions(),
         "part_method": part_method,
         "halo_hops": 1,
         "ntypes": {ntype: t for t, ntype in enumerate(schema.ntypes)},
         "etypes": {etype_key(c): e for e, c in enumerate(schema.canonical_etypes)},
         "node_map": book.node_map(),
         "edge_map": book.edge_map(),
-        "num_nodes_per_type": dict(zip(schema.ntypes, graph.nodes_per_type, strict=True)),
+        "num_nodes_per_type": {t: int(n) for t, n in zip(schema.ntypes, nodes_per_type, strict=True)},
         "num_edges_per_type": {
-            etype_key(c): n for c, n in zip(schema.canonical_etypes, graph.edges_per_type, strict=True)
+            etype_key(c): int(n) for c, n in zip(schema.canonical_etypes, edges_per_type, strict=True)
         },
-        "node_feats": _schemes(graph.node_arrays(), dtype_names, "node"),
-        "edge_feats": _schemes(graph.edge_arrays(), dtype_names, "edge"),
-        "parts": parts_meta,
+        "node_feats": node_feats,
+        "edge_feats": edge_feats,
+        "parts": parts,
         **extra,
     }
     write_config(out_dir, config)

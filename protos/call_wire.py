@@ -33,6 +33,8 @@ CALL_FIELDS: dict[str, int] = {
     "PushGrad": 7,
     "List": 8,
 }
+# The details of a server's refusal of one more stream (it holds its maximum): clients send unary calls.
+STREAM_LIMIT_MESSAGE = "call streams: this server holds its maximum of open streams; send unary calls"
 ERROR_FIELD = 15
 TIMEOUT_FIELD = 15
 _METHODS_BY_FIELD = {field: method for method, field in CALL_FIELDS.items()}

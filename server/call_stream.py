@@ -25,9 +25,6 @@ import grpc
 from graphstore.protos import call_wire
 from graphstore.server.in_flight import InFlightCalls
 
-# Refusal text of a stream over the limit (clients recognize RESOURCE_EXHAUSTED and fall back).
-STREAM_LIMIT_MESSAGE = "call streams: this server holds its maximum of open streams; send unary calls"
-
 
 class StreamCall:
     """What a handler asks of its call's context, for a call answered on a stream.
@@ -96,7 +93,7 @@ class CallStreams:
             if admitted:
                 self._open += 1
         if not admitted:
-            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, STREAM_LIMIT_MESSAGE)
+            context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, call_wire.STREAM_LIMIT_MESSAGE)
         try:
             for raw in requests:
                 yield self.answer_one(raw)

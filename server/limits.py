@@ -23,6 +23,7 @@ import numpy as np
 
 from graphstore.errors import LimitExceededError
 from graphstore.limits import RequestLimits
+from graphstore.sampling_rules import per_etype_fanouts
 from graphstore.types import TensorScheme
 
 # Elements of one tensor beyond this overflow int64 byte counts (2**63 / 16-byte items, rounded).
@@ -144,14 +145,7 @@ class RequestGuard:
         if exclude_eids is not None:
             self._check_rows(len(exclude_eids), "exclude_eids")
         num_etypes = len(self._server.partition.schema.canonical_etypes)
-        fanouts = (
-            [int(fanout)] * num_etypes if isinstance(fanout, (int, np.integer)) else [int(f) for f in fanout]
-        )
-        if len(fanouts) != num_etypes:
-            raise ValueError(f"fanout: {len(fanouts)} values given for {num_etypes} edge types")
-        for value in fanouts:
-            if value < -1:
-                raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {value}")
+        fanouts = per_etype_fanouts(fanout, num_etypes)
         if not any(fanouts) or len(seeds) == 0:
             return nullcontext()
         if num_etypes == 1:

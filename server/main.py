@@ -15,7 +15,7 @@
    exit checkpoint when configured, and returns 0 (1 when a last checkpoint failed: the log line
    ``event=final_checkpoint_failed`` says what was not saved).
 
-Mutating requests go through the write path (:mod:`~graphstore.server.durable_state`): replays of a
+Mutating requests go through the write path (:mod:`~graphstore.server.durability.durable_state`): replays of a
 request ID get the first answer, and with a checkpoint folder the answers wait for durability
 (``durability``: ``checkpoint`` or ``wal``, see ``docs/server.md``).
 
@@ -39,11 +39,11 @@ from graphstore.auth_limiter import AuthFailureLimiter
 from graphstore.config import format_address
 from graphstore.malloc import raise_malloc_thresholds
 from graphstore.protos.service import SERVICE_NAME
-from graphstore.server.durable_state import DurableState
+from graphstore.server.durability.durable_state import DurableState
+from graphstore.server.durability.periodic_checkpoint import PeriodicCheckpointer
+from graphstore.server.durability.periodic_restore import restore_latest
 from graphstore.server.metrics import ServerMetrics, log_event
 from graphstore.server.partition_server import PartitionServer
-from graphstore.server.periodic_checkpoint import PeriodicCheckpointer
-from graphstore.server.periodic_restore import restore_latest
 from graphstore.server.server_config import ServerConfig
 from graphstore.server.servicer import PartitionServicer
 

@@ -8,8 +8,8 @@ locking, error types) is defined once, here and in the modules it composes:
 - :mod:`~graphstore.server.sampler`: vectorized neighbor sampling and structure queries;
 - :mod:`~graphstore.server.optimizer`: sparse optimizer state beside the rows;
 - :mod:`~graphstore.server.barrier`: named barriers;
-- :mod:`~graphstore.server.checkpoint`: checkpoint / restore keyed by original IDs;
-- :mod:`~graphstore.server.checkpoint_set`: cluster-wide checkpoints as one consistent set.
+- :mod:`~graphstore.server.durability.checkpoint`: checkpoint / restore keyed by original IDs;
+- :mod:`~graphstore.server.durability.checkpoint_set`: cluster-wide checkpoints as one consistent set.
 """
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from graphstore.dtypes import bfloat16_bits_to_float32
 from graphstore.ids import as_id_array
 from graphstore.limits import RequestLimits
 from graphstore.partition.types import PartitionData
-from graphstore.server import checkpoint_set
 from graphstore.server.barrier import BarrierRegistry
-from graphstore.server.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
-from graphstore.server.checkpoint_root import CheckpointRoot
+from graphstore.server.durability import checkpoint_set
+from graphstore.server.durability.checkpoint import OptimizerHooks, restore_checkpoint, save_checkpoint
+from graphstore.server.durability.checkpoint_root import CheckpointRoot
 from graphstore.server.gather import RowGatherer
 from graphstore.server.host_memory import read_rss_bytes
 from graphstore.server.memory_budget import MemoryBudget
@@ -458,7 +458,7 @@ class PartitionServer:
     ) -> tuple[list[str], int]:
         """Write tensors (all run-time tensors by default) and their optimizer state under ``path``:
         straight into ``path``, or as this partition's part of the cluster-wide save ``save_id``
-        (:func:`~graphstore.server.checkpoint_set.write_part`; then :meth:`commit_checkpoint` or
+        (:func:`~graphstore.server.durability.checkpoint_set.write_part`; then :meth:`commit_checkpoint` or
         :meth:`abort_checkpoint`).
 
         Returns:

@@ -22,6 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from graphstore.sampling_rules import check_fanout
+
 # Above this fanout, distinct uniform picks use one random-key sort instead of Floyd's O(fanout^2)
 # membership checks.
 _FLOYD_MAX_FANOUT = 48
@@ -119,7 +121,7 @@ def sample_uniform(
     Raises:
         ValueError: ``fanout < -1``.
     """
-    check_fanout(fanout)
+    fanout = check_fanout(fanout)
     local_seeds = np.asarray(local_seeds, dtype=np.int64)
     if fanout == -1:
         return all_neighbors(indptr, local_seeds)
@@ -187,7 +189,7 @@ def sample_weighted(
     Raises:
         ValueError: ``fanout < -1``; a negative, NaN or infinite weight among the seeds' edges.
     """
-    check_fanout(fanout)
+    fanout = check_fanout(fanout)
     local_seeds = np.asarray(local_seeds, dtype=np.int64)
     cand, seg = all_neighbors(indptr, local_seeds)
     w = np.asarray(weights[cand], dtype=np.float64).reshape(len(cand))
@@ -314,9 +316,3 @@ def sample_neighbors_avoiding(
 def dst_of_positions(indptr: np.ndarray, positions: np.ndarray) -> np.ndarray:
     """The local node whose CSR segment holds each position (inverse of ``indptr``)."""
     return np.searchsorted(indptr, positions, side="right").astype(np.int64) - 1
-
-
-def check_fanout(fanout: int) -> None:
-    """Raises ValueError unless ``fanout`` is an integer >= -1."""
-    if not isinstance(fanout, int | np.integer) or fanout < -1:
-        raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {fanout!r}")

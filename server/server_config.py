@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from graphstore.auth import validate_token
 from graphstore.config.schema import DEFAULT_CHECKPOINT_KEEP, DURABILITY_MODES
 from graphstore.limits import RequestLimits
-from graphstore.server.periodic_checkpoint import CheckpointPolicy
+from graphstore.server.durability.periodic_checkpoint import CheckpointPolicy
 
 
 @dataclass

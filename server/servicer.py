@@ -14,7 +14,7 @@ exception type as the in-process server does.
 
 Two optional hooks serve the reliability features: ``metrics`` (a
 :class:`~graphstore.server.metrics.ServerMetrics`: per-call counts and latencies, per-tensor bytes)
-and ``write_path`` (:class:`~graphstore.server.write_path.WritePath`: every mutating request goes
+and ``write_path`` (:class:`~graphstore.server.durability.write_path.WritePath`: every mutating request goes
 through it, which answers replays of a request ID with the first answer, orders the writes with the
 checkpoints and makes them durable before they are answered).
 """
@@ -44,10 +44,10 @@ from graphstore.protos.service import ERROR_METADATA_KEY, MUTATING_METHODS, SERV
 from graphstore.server.barrier_calls import answer_barrier
 from graphstore.server.call_stream import CallStreams
 from graphstore.server.carried_rows import rows_to_carry
-from graphstore.server.checkpoint_root import NamedCheckpoints
+from graphstore.server.durability.checkpoint_root import NamedCheckpoints
+from graphstore.server.durability.write_path import WritePath
 from graphstore.server.in_flight import CountingHandler, InFlightCalls
 from graphstore.server.limits import RequestGuard
-from graphstore.server.write_path import WritePath
 from graphstore.types import InitSpec, OptimizerConfig
 
 if TYPE_CHECKING:

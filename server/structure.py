@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphstore.partition.types import PartitionData
+from graphstore.sampling_rules import per_etype_fanouts
 from graphstore.server import sampler
 
 IN = "in"
@@ -96,15 +97,7 @@ class PartitionStructure:
         Raises:
             ValueError: a sequence of the wrong length, or a fanout below -1.
         """
-        if isinstance(fanout, (int, np.integer)) and not isinstance(fanout, bool):
-            values = [int(fanout)] * self.num_etypes
-        else:
-            values = list(fanout)
-            if len(values) != self.num_etypes:
-                raise ValueError(f"fanout: {len(values)} values given for {self.num_etypes} edge types")
-        for value in values:
-            sampler.check_fanout(value)
-        return [int(v) for v in values]
+        return per_etype_fanouts(fanout, self.num_etypes)
 
     def sample(
         self,

@@ -10,11 +10,15 @@ Rules (a layer may import the layers listed for it, and itself):
   module (``client/transport/inprocess.py``);
 - ``compat``: root, partition, client;
 - ``launcher``: everything below it;
-- ``examples`` and ``bench``: the package's public names only (no ``tests``, no ``_private`` names or
-  modules).
+- ``examples``, ``bench`` and ``tools``: the package's public names only (no ``tests``, no ``_private``
+  names or modules).
 
 Relative imports and imports inside functions count. A violation fails with the file, the line and
 the import.
+
+Inside the package no module imports, directly or through others, a module that imports it back: an
+import circle fails with the modules in it and the imports that close it (imports inside functions and
+``TYPE_CHECKING`` blocks count, so a circle cannot hide behind a deferred import).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ FOLDER_LAYERS = {
     "launcher": "launcher",
     "examples": "user",
     "bench": "user",
+    "tools": "user",
 }
 # Import name under ``graphstore.`` -> layer (the folders whose layer is their own name); any other
 # ``graphstore.X`` is a root module.
@@ -141,6 +146,98 @@ def layering_violations() -> list[str]:
     return problems
 
 
+PACKAGE_FOLDERS = [folder for folder, layer in FOLDER_LAYERS.items() if layer != "user"]
+
+
+def import_graph() -> tuple[dict[str, set[str]], dict[tuple[str, str], str]]:
+    """The package's modules and the modules each imports (``from P import name`` counts as importing
+    the module ``P.name`` where that is a module, else ``P`` itself), with one ``file:line: import`` per
+    edge."""
+    modules = {}
+    for folder in PACKAGE_FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            if not path.name.endswith(GENERATED):
+                modules[_module_name(path)] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    where: dict[tuple[str, str], str] = {}
+    for name, path in modules.items():
+        rel = path.relative_to(ROOT).as_posix()
+        for line, module, names, text in _imports(path):
+            targets = [f"{module}.{n}" if f"{module}.{n}" in modules else module for n in names] or [module]
+            for target in targets:
+                if target in modules and target != name:
+                    graph[name].add(target)
+                    where.setdefault((name, target), f"{rel}:{line}: {text}")
+    return graph, where
+
+
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (each a circle of imports), sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        # Tarjan's algorithm, iterative: (node, its remaining successors).
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            child = next(successors, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    circles.append(sorted(component))
+    return sorted(circles)
+
+
+def test_no_import_circle():
+    graph, where = import_graph()
+    problems = []
+    for circle in import_circles(graph):
+        members = set(circle)
+        edges = [where[(a, b)] for a in circle for b in sorted(graph[a]) if b in members]
+        problems.append(" <-> ".join(circle) + "\n  " + "\n  ".join(edges))
+    assert not problems, "import circles in the package:\n" + "\n".join(problems)
+
+
+def test_the_circle_check_catches_a_circle():
+    """A module pair importing each other (one of them only inside a function) is reported."""
+    probes = [ROOT / "client" / "_circle_probe_a.py", ROOT / "client" / "_circle_probe_b.py"]
+    probes[0].write_text("from graphstore.client import _circle_probe_b\n")
+    probes[1].write_text("def f():\n    from graphstore.client._circle_probe_a import f\n")
+    try:
+        graph, _ = import_graph()
+        circles = import_circles(graph)
+    finally:
+        for probe in probes:
+            probe.unlink()
+    assert ["graphstore.client._circle_probe_a", "graphstore.client._circle_probe_b"] in circles
+
+
 def test_every_import_follows_the_layers():
     problems = layering_violations()
     assert not problems, "imports against the layering:\n" + "\n".join(problems)
@@ -165,6 +262,7 @@ PACKAGES = [
     "graphstore.server",
     "graphstore.client",
     "graphstore.client.context",
+    "graphstore.client.nn",
     "graphstore.client.dataloader",
     "graphstore.client.optim",
     "graphstore.client.transport",

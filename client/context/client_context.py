@@ -28,13 +28,14 @@ import numpy as np
 from graphstore.client.constants import ANONYMOUS_PREFIX
 from graphstore.client.context.connect import close_quietly, connect_servers
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
+from graphstore.client.rank_split import rank_partitions
 from graphstore.client.routing import split_by_partition
-from graphstore.client.split import rank_partitions
 from graphstore.client.transport import open_in_process
 from graphstore.client.transport.call_counts import MethodCounts, merged
 from graphstore.client.transport.request_ids import new_client_id
 from graphstore.config import ClusterConfig
 from graphstore.errors import ServerError
+from graphstore.partition import load_partition, load_partition_book
 from graphstore.priority import DEFAULT_BACKGROUND_NICE, check_nice, lower_thread_priority
 from graphstore.rpc import RpcPolicy
 from graphstore.types import NODE, PartitionAPI, TensorScheme
@@ -161,8 +162,6 @@ class ClientContext:
             FileNotFoundError: a missing partition config or partition folder.
             graphstore.errors.ConfigError: an invalid partition config.
         """
-        from graphstore.partition import load_partition, load_partition_book
-
         part_config = os.path.abspath(os.fspath(part_config))
         book = load_partition_book(part_config)
         rank, world = trainer_rank_and_world()

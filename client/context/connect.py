@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from graphstore.client.context.trainer_rank import trainer_rank_and_world
-from graphstore.client.split import rank_partitions
+from graphstore.client.rank_split import rank_partitions
 from graphstore.client.transport import RemotePartition, open_in_process
 from graphstore.client.transport.replicated import OWNER, READ_REPLICA, ReplicatedPartition
 from graphstore.config import ClusterConfig
@@ -93,9 +93,13 @@ def connect_servers(config: ClusterConfig, client_id: str | None = None) -> Clus
             return remote.metadata()  # wait_ready checked the partition id; this returns the metadata
 
         futures = [pool.submit(ready_and_metadata, remote) for remote in remotes]
-        reader_futures = [[pool.submit(ready_and_metadata, r) for r in part] for part in replica_readers]
+        # A partition's first reader is its owner's address, checked once above through the owner.
+        reader_futures = [[pool.submit(ready_and_metadata, r) for r in part[1:]] for part in replica_readers]
         metas = [future.result() for future in futures]
-        reader_metas = [[future.result() for future in part] for part in reader_futures]
+        reader_metas = [
+            [metas[part_id]] + [future.result() for future in part] if replica_readers[part_id] else []
+            for part_id, part in enumerate(reader_futures)
+        ]
         _check_metadata(config, metas)
         for part_id, part_metas in enumerate(reader_metas):
             if part_metas:

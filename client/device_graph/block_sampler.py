@@ -27,8 +27,9 @@ from graphstore.client.device_graph import kernels
 from graphstore.client.device_graph.local_graph import LocalDeviceGraph
 from graphstore.client.device_graph.stage_clock import StageClock, timed
 from graphstore.client.per_type import etype_fanouts, etype_probs, homo_edge_ids
-from graphstore.client.sampling import _derive_seed
+from graphstore.client.samplers import NeighborSampler
 from graphstore.ids import as_id_array, check_id_range
+from graphstore.sampling_rules import partition_seed
 from graphstore.types import CanonicalEtype
 
 # The pieces of one edge type's sampled edges: homogeneous sources, destinations as indices into the
@@ -57,8 +58,6 @@ class DeviceBlockSampler:
     def supports(sampler) -> bool:
         """Whether ``sampler`` runs here: a NeighborSampler (or subclass keeping its ``sample_blocks``)
         over in-edges."""
-        from graphstore.client.samplers import NeighborSampler
-
         return (
             isinstance(sampler, NeighborSampler)
             and type(sampler).sample_blocks is NeighborSampler.sample_blocks
@@ -227,7 +226,7 @@ class DeviceBlockSampler:
         )
         answers = []
         for part_id, _, part_seeds in ctx.route(homo_seeds, "node"):
-            seed = _derive_seed(random_seed, part_id)
+            seed = partition_seed(random_seed, part_id)
             remote = ctx.partition(part_id)
             answers.append(
                 remote.sample_neighbors(

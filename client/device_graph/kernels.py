@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import torch
 
+from graphstore.sampling_rules import check_fanout
+
 
 def segment_index(counts: torch.Tensor, total: int | None = None) -> torch.Tensor:
     """``repeat_interleave(arange(len(counts)), counts)``: the segment of each element of a concatenation.
@@ -87,12 +89,6 @@ def floyd_distinct(high: torch.Tensor, k: int, generator: torch.Generator | None
     return chosen.T
 
 
-def _check_fanout(fanout: int) -> int:
-    if isinstance(fanout, bool) or not isinstance(fanout, int) or fanout < -1:
-        raise ValueError(f"fanout must be an integer >= -1 (-1 for all neighbors), got {fanout!r}")
-    return fanout
-
-
 def all_neighbors(indptr: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Every edge of every row: ``(positions, seed_index)``."""
     starts = indptr[rows]
@@ -123,7 +119,7 @@ def sample_uniform(
     Raises:
         ValueError: ``fanout < -1``.
     """
-    _check_fanout(fanout)
+    fanout = check_fanout(fanout)
     device = rows.device
     empty = torch.empty(0, dtype=torch.int64, device=device)
     if fanout == -1:
@@ -190,7 +186,7 @@ def sample_weighted(
     Raises:
         ValueError: ``fanout < -1``; a negative, NaN or infinite weight among the rows' edges.
     """
-    _check_fanout(fanout)
+    fanout = check_fanout(fanout)
     device = rows.device
     empty = torch.empty(0, dtype=torch.int64, device=device)
     cand, seg = all_neighbors(indptr, rows)

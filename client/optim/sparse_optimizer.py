@@ -40,7 +40,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from graphstore.client import checkpoint
+from graphstore.client.context import get_context
 from graphstore.client.device import group_device
+from graphstore.client.dist_embedding import DistEmbedding
 from graphstore.client.optim.amp import forget_scaler_state, recorded_param_groups, scaler_state
 from graphstore.client.optim.dedup import mean_by_id, sum_duplicates
 from graphstore.client.optim.exchange import (
@@ -61,12 +64,6 @@ from graphstore.types import OptimizerConfig
 _STATUS_OK = 0
 _STATUS_FAILED = 1
 _STATUS_NONFINITE = 2  # a GradScaler found an inf/NaN gradient here: every trainer skips the step
-
-
-def _dist_embedding_class():
-    from graphstore.client.dist_embedding import DistEmbedding
-
-    return DistEmbedding
 
 
 class SparseGradOptimizer:
@@ -91,8 +88,7 @@ class SparseGradOptimizer:
     _step_supports_amp_scaling = True
 
     def __init__(self, params, config: OptimizerConfig):
-        dist_embedding = _dist_embedding_class()
-        if isinstance(params, dist_embedding):
+        if isinstance(params, DistEmbedding):
             params = [params]
         if not isinstance(params, Iterable) or isinstance(params, (str, bytes, torch.Tensor)):
             raise TypeError(f"params must be a list of DistEmbedding, got {type(params).__name__}")
@@ -101,7 +97,7 @@ class SparseGradOptimizer:
             raise ValueError("params is empty: give the optimizer at least one DistEmbedding")
         names = set()
         for emb in params:
-            if not isinstance(emb, dist_embedding):
+            if not isinstance(emb, DistEmbedding):
                 raise TypeError(
                     "sparse optimizers update graphstore DistEmbedding objects only, got "
                     f"{type(emb).__name__}"
@@ -147,14 +143,10 @@ class SparseGradOptimizer:
 
     def save(self, path):
         """Checkpoint the embeddings and their optimizer state (``graphstore.client.checkpoint.save``)."""
-        from graphstore.client import checkpoint
-
         return checkpoint.save(path, self._params, self)
 
     def load(self, path):
         """Restore the embeddings and their optimizer state (``graphstore.client.checkpoint.load``)."""
-        from graphstore.client import checkpoint
-
         return checkpoint.load(path, self._params, self)
 
     def zero_grad(self) -> None:
@@ -176,8 +168,6 @@ class SparseGradOptimizer:
             KeyError: an embedding whose tensor no longer exists on the servers (nothing applied).
             ValueError / graphstore.errors.ServerError: a server refused or failed a push.
         """
-        from graphstore.client.context import get_context
-
         ctx = get_context()
         group_active = dist.is_available() and dist.is_initialized()
         inv_scale, nonfinite = scaler_state(self)

@@ -16,7 +16,9 @@ What a unary call gives, a lane keeps:
 - concurrency: at most ``RpcPolicy.call_streams`` lanes per server; a call finding every lane busy is
   sent as a unary call rather than wait. A server at its own limit of open streams refuses a new one
   (RESOURCE_EXHAUSTED): no lane is opened to it for a while; a server without the ``Call`` method
-  (UNIMPLEMENTED) gets unary calls from then on.
+  (UNIMPLEMENTED) gets unary calls from then on;
+- refusals of the stream itself that a unary call would get too (a wrong token: PERMISSION_DENIED, or its
+  cool-down) are raised at once, not sent again.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import time
 
 import grpc
 
-from graphstore.client.transport.rpc_errors import error_for, status_code
+from graphstore.client.transport.rpc_errors import error_for, status_code, translate_rpc_error
 from graphstore.protos import call_wire
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import SERVICE_NAME
@@ -38,6 +40,26 @@ _REFUSED_PAUSE_S = 5.0
 # The watchdog looks at the lanes' deadlines this often.
 _WATCH_INTERVAL_S = 0.1
 _END = None  # ends a lane's request iterator
+
+
+# A stream that ended with one of these is no answer about the call: it goes again as a unary call.
+_SEND_AGAIN = (
+    grpc.StatusCode.UNAVAILABLE,
+    grpc.StatusCode.CANCELLED,
+    grpc.StatusCode.DEADLINE_EXCEEDED,
+    grpc.StatusCode.UNIMPLEMENTED,
+)
+
+
+def _send_again(err: grpc.RpcError, lane: _Lane) -> bool:
+    """Whether a call whose stream ended with ``err`` goes again as a unary call: the stream broke, timed
+    out, is unknown to the server, or was refused for the server's stream limit."""
+    code = err.code()
+    if lane.timed_out or code in _SEND_AGAIN:
+        return True
+    return code == grpc.StatusCode.RESOURCE_EXHAUSTED and call_wire.STREAM_LIMIT_MESSAGE in (
+        err.details() or ""
+    )
 
 
 class LaneBroken(Exception):
@@ -146,6 +168,10 @@ class CallLanes:
             raw = next(lane.answers)
         except (grpc.RpcError, StopIteration) as err:
             self._drop(lane, err)
+            if isinstance(err, grpc.RpcError) and not _send_again(err, lane):
+                # A refusal the unary call would get too (a token refused, its cool-down): sending it
+                # again would only count against the caller.
+                raise translate_rpc_error(self._address, method, err) from None
             raise LaneBroken(f"{method}: the call stream to {self._address} ended") from None
         lane.deadline_at = 0.0
         self._give_back(lane)
@@ -218,7 +244,8 @@ class CallLanes:
         code = err.code() if isinstance(err, grpc.RpcError) else None
         with self._lock:
             self._busy.discard(lane)
-            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and not lane.timed_out:
+            limit = call_wire.STREAM_LIMIT_MESSAGE in (err.details() or "") if code is not None else False
+            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and limit and not lane.timed_out:
                 self._paused_until = time.monotonic() + _REFUSED_PAUSE_S
             elif code == grpc.StatusCode.UNIMPLEMENTED:
                 self._unsupported = True

@@ -10,7 +10,7 @@ implementation of every operation.
 from __future__ import annotations
 
 from graphstore.partition.types import PartitionData
-from graphstore.server.checkpoint_root import NamedCheckpoints
+from graphstore.server.durability.checkpoint_root import NamedCheckpoints
 from graphstore.server.partition_server import PartitionServer
 from graphstore.types import PartitionAPI
 

@@ -33,7 +33,7 @@ class RemoteAdminCalls:
     ) -> tuple[list[str], int]:
         """Write tensors (all run-time tensors by default) under ``path`` on the server's host: straight
         into ``path``, or as this server's part of the cluster-wide save ``save_id`` (then
-        :meth:`commit_checkpoint` or :meth:`abort_checkpoint`; ``server/checkpoint_set.py``).
+        :meth:`commit_checkpoint` or :meth:`abort_checkpoint`; ``server/durability/checkpoint_set.py``).
 
         Returns:
             ``(files written, rows written)``.

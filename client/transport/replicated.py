@@ -14,7 +14,9 @@ A partition listed several times in the cluster YAML has one owner (its first en
   (retries with backoff over every replica, bounded by the owner's ``max_call_time_s``) and then raises
   :class:`~graphstore.errors.ServerUnavailableError` naming all of them;
 - everything else (writes, run-time tensors such as embeddings and their optimizer state, barriers,
-  checkpoints, metadata) goes to the owner through its ordinary retrying
+  checkpoints, metadata, stats, health) goes to the owner, each by an explicit method (so the class
+  is checked against :class:`~graphstore.types.PartitionAPI` like the other transports), through its
+  ordinary retrying
   :class:`~graphstore.client.transport.remote.RemotePartition`: one owner per partition keeps the
   request IDs' exactly-once promise and the write-ahead log in one place, and a lost owner is restarted
   in place (``restart: on-failure``) while its calls retry.
@@ -35,7 +37,8 @@ from graphstore.client.transport.remote import RemotePartition
 from graphstore.client.transport.sample_requests import SampleSpec
 from graphstore.errors import ServerUnavailableError
 from graphstore.protos.edges_wire import CarriedRows
-from graphstore.types import PartitionMetadata
+from graphstore.rpc import RpcPolicy
+from graphstore.types import InitSpec, OptimizerConfig, PartitionMetadata, ServerStats, TensorScheme
 
 T = TypeVar("T")
 
@@ -107,13 +110,6 @@ class ReplicatedPartition:
 
     # -- plumbing --------------------------------------------------------------------------------
 
-    def __getattr__(self, name: str) -> Any:
-        # Everything that is not a read spread over the replicas is the owner's (writes, run-time
-        # tensors, barriers, checkpoints, address, policy, max_call_time_s, ...).
-        if name.startswith("__") or name == "_owner":
-            raise AttributeError(name)
-        return getattr(self._owner, name)
-
     def __repr__(self) -> str:
         servers = [r.address for r in self._replicas]
         return f"ReplicatedPartition(part_id={self._owner.part_id}, servers={servers})"
@@ -127,6 +123,21 @@ class ReplicatedPartition:
     def owner(self) -> RemotePartition:
         """The owner's retrying RemotePartition."""
         return self._owner
+
+    @property
+    def address(self) -> str:
+        """The owner's ``host:port`` (the address errors and logs name)."""
+        return self._owner.address
+
+    @property
+    def policy(self) -> RpcPolicy:
+        """The owner's call policy."""
+        return self._owner.policy
+
+    @property
+    def max_call_time_s(self) -> float:
+        """The longest a call to the owner waits, retries included."""
+        return self._owner.max_call_time_s
 
     def close(self) -> None:
         """Stop the probe and close every channel (calls after this fail)."""
@@ -333,10 +344,89 @@ class ReplicatedPartition:
         """Degrees of nodes of this partition, from any replica."""
         return self._read("Degrees", lambda remote: remote.degrees(nids, edge_dir, etype))
 
-    def call_counts(self) -> dict[str, MethodCounts]:
-        """Calls and bytes per method sent to the owner and every replica."""
-        return merged([self._owner.call_counts(), *(r.remote.call_counts() for r in self._replicas)])
+    # -- everything else is the owner's: writes, run-time tensors, barriers, checkpoints ------------
 
     def metadata(self) -> PartitionMetadata:
         """The owner's metadata (its tensor schemes include the run-time tensors)."""
         return self._owner.metadata()
+
+    def health(self, timeout: float = 5.0) -> str:
+        """The owner's health status name (see :meth:`RemotePartition.health`)."""
+        return self._owner.health(timeout)
+
+    def wait_ready(self, timeout: float | None = None) -> None:
+        """Block until the owner reports SERVING (see :meth:`RemotePartition.wait_ready`)."""
+        self._owner.wait_ready(timeout)
+
+    def stats(self) -> ServerStats:
+        """The owner's uptime, memory and counters."""
+        return self._owner.stats()
+
+    def call_counts(self) -> dict[str, MethodCounts]:
+        """Calls and bytes per method sent to the owner and every replica."""
+        return merged([self._owner.call_counts(), *(r.remote.call_counts() for r in self._replicas)])
+
+    def shutdown(self) -> None:
+        """Ask the owner to stop (read replicas follow their own lifecycle)."""
+        self._owner.shutdown()
+
+    def tensor_scheme(self, name: str) -> TensorScheme:
+        """The owner's scheme of ``name`` (see :meth:`RemotePartition.tensor_scheme`)."""
+        return self._owner.tensor_scheme(name)
+
+    def list_tensors(self) -> list[TensorScheme]:
+        """Every tensor the owner holds."""
+        return self._owner.list_tensors()
+
+    def push(self, name: str, ids: np.ndarray, rows: np.ndarray, op: str = "assign") -> int:
+        """Assign or add rows on the owner (see :meth:`RemotePartition.push`)."""
+        return self._owner.push(name, ids, rows, op)
+
+    def init_tensor(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: str,
+        policy: str,
+        persistent: bool = False,
+        init: InitSpec = InitSpec(),
+        owner: str = "",
+    ) -> tuple[bool, TensorScheme]:
+        """Create (or attach to) a run-time tensor on the owner."""
+        return self._owner.init_tensor(name, shape, dtype, policy, persistent, init, owner)
+
+    def delete_tensor(self, name: str) -> bool:
+        """Delete a run-time tensor on the owner."""
+        return self._owner.delete_tensor(name)
+
+    def push_grad(self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig) -> int:
+        """One sparse optimizer step on the owner (see :meth:`RemotePartition.push_grad`)."""
+        return self._owner.push_grad(name, ids, grads, optimizer)
+
+    def prepare_push_grad(
+        self, name: str, ids: np.ndarray, grads: np.ndarray, optimizer: OptimizerConfig
+    ) -> Callable[[], int]:
+        """:meth:`push_grad` with its request IDs fixed (see :meth:`RemotePartition.prepare_push_grad`)."""
+        return self._owner.prepare_push_grad(name, ids, grads, optimizer)
+
+    def barrier(self, name: str, count: int, timeout_s: float, participant: str = "") -> int:
+        """Wait at barrier ``name`` on the owner."""
+        return self._owner.barrier(name, count, timeout_s, participant)
+
+    def checkpoint(
+        self, path: str, names: list[str] | None = None, save_id: str | None = None
+    ) -> tuple[list[str], int]:
+        """Write the owner's part of a checkpoint (see :meth:`RemotePartition.checkpoint`)."""
+        return self._owner.checkpoint(path, names, save_id)
+
+    def commit_checkpoint(self, path: str, save_id: str, names: list[str]) -> None:
+        """Commit save ``save_id`` on the owner."""
+        self._owner.commit_checkpoint(path, save_id, names)
+
+    def abort_checkpoint(self, path: str, save_id: str) -> None:
+        """Remove the owner's files of the unfinished save ``save_id``."""
+        self._owner.abort_checkpoint(path, save_id)
+
+    def restore(self, path: str, names: list[str] | None = None) -> tuple[list[str], int]:
+        """Restore tensors on the owner from a checkpoint folder on its host."""
+        return self._owner.restore(path, names)

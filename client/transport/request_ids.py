@@ -2,7 +2,7 @@
 
 Every mutating request (Push, PushGrad, Init, Delete, Checkpoint, Restore; one per chunk of a split
 call) is stamped once, when it is built; every retry sends the same bytes, so the server applies it at
-most once and answers a replay with its first answer (``server/replay_window.py``).
+most once and answers a replay with its first answer (``server/durability/replay_window.py``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ the link metadata are PyG's own (``torch_geometric.sampler.neighbor_sampler.node
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -28,6 +27,7 @@ from torch_geometric.sampler.neighbor_sampler import edge_sample, node_sample
 
 from graphstore.client.sampling import sample_neighbors
 from graphstore.compat.pyg.hops import HopSample, sample_hops
+from graphstore.sampling_rules import batch_layer_seeds, check_fanout
 
 
 class NeighborSampler(BaseSampler):
@@ -189,13 +189,10 @@ class NeighborSampler(BaseSampler):
         return {c: sampled.arrays(c) for c in self._canonical}
 
     def _random_seeds(self, seeds: dict[str, np.ndarray]) -> list[int | None]:
-        if self.seed is None:
-            return [None] * self.num_hops
-        key = 0
-        for ntype, ids in seeds.items():
-            key = zlib.crc32(np.ascontiguousarray(ids).tobytes(), zlib.crc32(ntype.encode(), key))
-        states = np.random.SeedSequence([int(self.seed), key]).generate_state(self.num_hops, np.uint64)
-        return [int(state >> np.uint64(1)) for state in states]
+        # The seeds the trainer's NeighborSampler derives for the same batch (a graph with one node
+        # type: its IDs alone).
+        batch = seeds[self.graph.ntypes[0]] if self._homogeneous else seeds
+        return batch_layer_seeds(self.seed, batch, self.num_hops)
 
     def __repr__(self) -> str:
         return (
@@ -205,9 +202,7 @@ class NeighborSampler(BaseSampler):
 
 
 def _fanout(value, num_neighbors) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < -1:
-        raise ValueError(f"every entry of num_neighbors must be -1 or an integer >= 0, got {num_neighbors}")
-    return int(value)
+    return check_fanout(value, f"every entry of num_neighbors (here {num_neighbors})")
 
 
 def _as_numpy(ids) -> np.ndarray:

@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--balance-ntypes",
         default=None,
+        type=_name_list,
         help="node array(s) whose categories each partition gets an even share of, e.g. train_mask, or "
         "train_mask,val_mask,test_mask (comma-separated boolean masks)",
     )
@@ -59,6 +60,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing output folder")
     parser.add_argument("--json", action="store_true", help="print the statistics as one json line")
     parser.set_defaults(func=run)
+
+
+def _name_list(text: str) -> list[str] | None:
+    """``--balance-ntypes``: comma-separated names (None when none is given)."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    return names or None
 
 
 def format_stats(stats: dict) -> str:
@@ -109,16 +116,13 @@ def run(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     graph = load_graph(args.graph, num_nodes=args.num_nodes)
     load_seconds = time.perf_counter() - start
-    balance = None
-    if args.balance_ntypes:
-        balance = [part.strip() for part in args.balance_ntypes.split(",") if part.strip()]
     result = partition_graph(
         graph,
         name,
         args.num_parts,
         args.out,
         part_method=args.method,
-        balance_ntypes=balance,
+        balance_ntypes=args.balance_ntypes,
         balance_edges=args.balance_edges,
         feat_dtype=args.feat_dtype,
         seed=args.seed,
@@ -148,16 +152,13 @@ def run_parallel(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             raise ValueError(f"--{flag.replace('_', '-')} does not apply to --chunks")
     name = args.name or read_metadata(args.chunks).graph_name
-    balance = (
-        [p.strip() for p in args.balance_ntypes.split(",") if p.strip()] if args.balance_ntypes else None
-    )
     job = ParallelJob(
         chunks=args.chunks,
         graph_name=name,
         num_parts=args.num_parts,
         out_path=args.out,
         part_method=args.method,
-        balance_ntypes=balance,
+        balance_ntypes=args.balance_ntypes,
         balance_edges=args.balance_edges,
         seed=args.seed,
         overwrite=args.overwrite,

@@ -255,7 +255,7 @@ def read_checkpoint(path: str, name: str, orig_nid: np.ndarray, graph_name: str 
     Uses the server's own restore code with every node as "local" (``orig_nid[i]`` = original ID of row i).
     """
     from graphstore.checkpoint_layout import tensor_root
-    from graphstore.server.checkpoint import read_meta, restore_tensor
+    from graphstore.server.durability.checkpoint import read_meta, restore_tensor
 
     root = str(tensor_root(path, name))  # a cluster-wide save keeps its tensors in its save folder
     return restore_tensor(root, read_meta(root, name, graph_name), np.asarray(orig_nid))

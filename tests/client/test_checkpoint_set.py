@@ -107,7 +107,7 @@ def test_a_save_into_a_folder_turned_read_only_fails_and_keeps_the_previous(stan
 
 
 def test_a_save_failing_on_one_server_after_the_other_wrote_removes_every_part(standalone, ck, monkeypatch):
-    from graphstore.server import checkpoint as server_checkpoint
+    from graphstore.server.durability import checkpoint as server_checkpoint
 
     name, folder = ck
     emb = _embedding("partial", 4, 1.0)

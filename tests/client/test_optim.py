@@ -41,7 +41,7 @@ def test_trainer_assignment_covers_every_trainer_and_partition(num_parts, world_
 
 
 def test_trainer_assignment_agrees_with_node_split_home_partitions():
-    from graphstore.client.split import rank_partitions
+    from graphstore.client.rank_split import rank_partitions
 
     for num_parts in (1, 2, 3, 4):
         for world_size in range(1, 9):

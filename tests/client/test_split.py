@@ -6,15 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from graphstore.client.split import (
-    edge_split,
+from graphstore.client.rank_split import (
     even_sizes,
-    node_split,
     partition_trainers,
     rank_partitions,
     split_by_trainer_ids,
     split_ids,
 )
+from graphstore.client.split import edge_split, node_split
 from graphstore.partition import RangePartitionBook
 
 

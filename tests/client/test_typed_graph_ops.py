@@ -9,9 +9,9 @@ import torch
 
 import graphstore.function as fn
 from graphstore.client.dataloader import PairGraph
-from graphstore.client.hetero_graph_conv import HeteroGraphConv
-from graphstore.client.nn_graph_conv import GraphConv
-from tests.client.test_hetero_nn import NUM_DST, NUM_SRC, SCHEMA, features, random_block
+from graphstore.client.nn.graph_conv import GraphConv
+from graphstore.client.nn.hetero_graph_conv import HeteroGraphConv
+from tests.client.nn.test_hetero import NUM_DST, NUM_SRC, SCHEMA, features, random_block
 
 # torch warns once per process that sparse CSR tensors (used by GraphConv) are a beta feature.
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

@@ -16,9 +16,9 @@ from graphstore.client import api
 from graphstore.client.constants import NID
 from graphstore.client.dataloader import DistEdgeDataLoader
 from graphstore.client.dist_graph import DistGraph
-from graphstore.client.hetero_embedding import DistHeteroEmbedding
-from graphstore.client.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.nn import SAGEConv
+from graphstore.client.nn.hetero_embedding import DistHeteroEmbedding
+from graphstore.client.nn.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.optim import SparseAdagrad
 from graphstore.client.samplers import NeighborSampler, Uniform
 from graphstore.partition import partition_graph

@@ -1,14 +1,14 @@
 """docs/compat.md's tables are what the code says: every name of DGL 2.x's distributed API (the reference
 list) resolves in the compat namespace with DGL's signature, or is listed as not planned with a reason;
-the file is exactly what ``python -m graphstore.compat.dgl.coverage --write`` renders; the reference copy
-in docs/ is the project's shared one where that exists."""
+the file is exactly what ``make dgl-coverage`` (``python tools/dgl_coverage.py --write``) renders; the
+reference copy in docs/ is the project's shared one where that exists."""
 
 from __future__ import annotations
 
 import pytest
 
-from graphstore.compat.dgl import coverage
 from tests.launcher.helpers import REPO
+from tools import dgl_coverage as coverage
 
 TEXT = coverage.REFERENCE.read_text()
 # The project's shared folder sits beside the main checkout (../shared), or beside a worktree's parent.
@@ -32,7 +32,7 @@ def test_every_not_planned_name_says_why():
 def test_the_doc_is_what_the_code_renders():
     doc = (REPO / "docs" / "compat.md").read_text()
     assert coverage.replace_generated(doc, coverage.render(TEXT)) == doc, (
-        "docs/compat.md is stale: run python -m graphstore.compat.dgl.coverage --write"
+        "docs/compat.md is stale: run python tools/dgl_coverage.py --write (make dgl-coverage)"
     )
 
 

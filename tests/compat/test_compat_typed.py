@@ -16,7 +16,7 @@ import torch
 import graphstore.compat.dgl as dgl
 from graphstore.client.context import set_context
 from graphstore.compat.dgl import nn as dglnn
-from tests.client.test_hetero_nn import NUM_DST, NUM_SRC, SCHEMA, features, random_block
+from tests.client.nn.test_hetero import NUM_DST, NUM_SRC, SCHEMA, features, random_block
 from tests.utils.typed_graphs import make_typed_partitions
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from graphstore.dtypes import float32_to_bfloat16_bits
 from graphstore.partition.assignment import edge_cut_fraction, random_assignment
-from graphstore.partition.balance_repair import repair_balance
+from graphstore.partition.balance_repair import neighbor_gain, repair_balance
 from graphstore.partition.metis import metis_kway
 from graphstore.partition.relabel import relabel
 from graphstore.partition.symmetric_csr import symmetrize
@@ -103,6 +103,26 @@ def test_repair_balance_fixes_a_lopsided_assignment():
     assert abs(counts[0] - counts[1]) <= 2
     # only training nodes moved
     assert np.array_equal(fixed[train[:, 0] == 0], part[train[:, 0] == 0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(1, 12), data=st.data())
+def test_neighbor_gain_counts_neighbors_per_partition_both_ways(n, data):
+    """The gain the serial and the MPI repair share: per node, neighbors in the receiving partition
+    minus neighbors in the leaving one; the per-node and per-position forms agree."""
+    edges = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=40))
+    src = np.array([e[0] for e in edges], dtype=np.int64)
+    dst = np.array([e[1] for e in edges], dtype=np.int64)
+    csr = symmetrize(src, dst, n)
+    part = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), dtype=np.int64)
+    nodes = np.array(sorted(data.draw(st.sets(st.integers(0, n - 1)))), dtype=np.int64)
+    expected = [
+        sum(int(part[v] == 2) - int(part[v] == 0) for v in csr.indices[csr.indptr[u] : csr.indptr[u + 1]])
+        for u in nodes
+    ]
+    by_node = neighbor_gain(csr.indptr, nodes, part, 0, 2, indices=csr.indices)
+    by_position = neighbor_gain(csr.indptr, nodes, part[csr.indices], 0, 2)
+    assert by_node.dtype == np.int64 and by_node.tolist() == expected == by_position.tolist()
 
 
 def test_random_assignment_is_even_and_seeded():

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from graphstore.partition import load_partition, partition_graph
+from graphstore.partition.array_input import graph_from_arrays
 from graphstore.partition.chunked import read_metadata, write_chunks
-from graphstore.partition.graph import graph_from_arrays
 from graphstore.partition.typed_input import graph_from_typed_arrays
 from graphstore.partition.validate import load_validated_partition
 from tests.utils.typed_graphs import typed_arrays

@@ -14,7 +14,7 @@ import pytest
 from graphstore.client.transport import RemotePartition
 from graphstore.errors import ServerUnavailableError
 from graphstore.rpc import RpcPolicy
-from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
+from graphstore.server.durability.periodic_checkpoint_folders import list_checkpoints, read_manifest
 from graphstore.types import InitSpec, OptimizerConfig
 from tests.reliability.helpers import (
     free_ports,

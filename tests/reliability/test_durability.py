@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from graphstore.rpc import RpcPolicy
-from graphstore.server.periodic_checkpoint_folders import list_checkpoints, partition_folder
-from graphstore.server.write_log import list_segments
+from graphstore.server.durability.periodic_checkpoint_folders import list_checkpoints, partition_folder
+from graphstore.server.durability.write_log import list_segments
 from graphstore.types import OptimizerConfig
 from tests.reliability.helpers import kill9, restart, start_with_tensors, wait_started
 

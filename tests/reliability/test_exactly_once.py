@@ -201,7 +201,7 @@ def test_a_write_batch_a_server_does_not_answer_names_it_and_retry_completes_it(
 
 def test_a_replay_older_than_the_window_is_refused_naming_it_and_not_applied(remote):
     from graphstore.errors import StaleRequestError
-    from graphstore.server.replay_window import DEFAULT_PER_CLIENT
+    from graphstore.server.durability.replay_window import DEFAULT_PER_CLIENT
 
     client, _ = remote
     ids = _owned(client)[:1]

@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from graphstore.partition import load_partition
+from graphstore.server.durability.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
+from graphstore.server.durability.periodic_checkpoint_folders import list_checkpoints, read_manifest
+from graphstore.server.durability.periodic_restore import restore_checkpoint_folder, restore_latest
 from graphstore.server.partition_server import PartitionServer
-from graphstore.server.periodic_checkpoint import CheckpointPolicy, PeriodicCheckpointer
-from graphstore.server.periodic_checkpoint_folders import list_checkpoints, read_manifest
-from graphstore.server.periodic_restore import restore_checkpoint_folder, restore_latest
 from graphstore.types import InitSpec, OptimizerConfig
 from tests.utils.wait import stays_false, wait_until
 
@@ -157,8 +157,8 @@ def test_policy_values_are_checked():
 
 
 def test_answers_wait_until_the_loss_bound_holds(graph, tmp_path):
-    from graphstore.server.durability import CheckpointDurability
-    from graphstore.server.write_path import WritePath
+    from graphstore.server.durability.modes import CheckpointDurability
+    from graphstore.server.durability.write_path import WritePath
 
     part_config, _, _ = graph
     keeper = PeriodicCheckpointer(_server(part_config), CheckpointPolicy(str(tmp_path), every_updates=3))

@@ -1,6 +1,5 @@
 """``dgl.nn.pytorch``: the GNN layers over blocks, typed blocks and pair graphs, with DGL 2.x's names,
-signatures and parameter names (implemented in :mod:`graphstore.client`: ``nn``, ``nn_graph_conv``,
-``hetero_graph_conv``, ``rel_graph_conv``, ``nn_typed``).
+signatures and parameter names (implemented in :mod:`graphstore.client.nn`).
 
 - ``SAGEConv``, ``GATConv``, ``GraphConv`` on a one-type block or pair graph, or on one relation of a
   typed block through ``HeteroGraphConv``;
@@ -14,14 +13,11 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from graphstore.client import hetero_graph_conv as _hetero
-from graphstore.client import rel_graph_conv as _rel
-from graphstore.client.nn import GATConv, SAGEConv
-from graphstore.client.nn_graph_conv import GraphConv
-from graphstore.client.nn_typed import HeteroEmbedding, HeteroLinear, WeightBasis
+from graphstore.client import nn as client_nn
+from graphstore.client.nn import GATConv, GraphConv, HeteroEmbedding, HeteroLinear, SAGEConv, WeightBasis
 
 
-class HeteroGraphConv(_hetero.HeteroGraphConv):
+class HeteroGraphConv(client_nn.HeteroGraphConv):
     """``HeteroGraphConv(mods, aggregate='sum')``: ``mods`` is ``{etype: module}`` (a name serves every
     canonical type of that name), ``aggregate`` one of ``'sum'``, ``'max'``, ``'min'``, ``'mean'``,
     ``'stack'`` or a callable ``(outputs, dst_type) -> tensor``.
@@ -44,10 +40,10 @@ class HeteroGraphConv(_hetero.HeteroGraphConv):
                 allow(True)
 
 
-class TypedLinear(_rel.TypedLinear):
+class TypedLinear(client_nn.TypedLinear):
     """``TypedLinear(in_size, out_size, num_types, regularizer=None, num_bases=None)``: a linear map per
     type, full, ``'basis'``-decomposed or ``'bdd'`` (block diagonal); see
-    :class:`graphstore.client.rel_graph_conv.TypedLinear`."""
+    :class:`graphstore.client.nn.TypedLinear`."""
 
     def forward(self, x: torch.Tensor, x_type, sorted_by_type: bool = False) -> torch.Tensor:
         """Each row of ``x`` through its type's map.
@@ -63,10 +59,10 @@ class TypedLinear(_rel.TypedLinear):
         return super().forward(x, x_type)
 
 
-class RelGraphConv(_rel.RelGraphConv):
+class RelGraphConv(client_nn.RelGraphConv):
     """``RelGraphConv(in_feat, out_feat, num_rels, regularizer=None, num_bases=None, bias=True,
     activation=None, self_loop=True, dropout=0.0, layer_norm=False)``; see
-    :class:`graphstore.client.rel_graph_conv.RelGraphConv` (DGL's one-type form, and ``{ntype: feat}``
+    :class:`graphstore.client.nn.RelGraphConv` (DGL's one-type form, and ``{ntype: feat}``
     on a typed block)."""
 
     def forward(self, g, feat, etypes, norm: torch.Tensor | None = None, *, presorted: bool = False):

@@ -149,8 +149,10 @@ def test_options_refused_or_honoured(homo_graph):
         NeighborSampler(g, [2], disjoint=True)
     with pytest.raises(ValueError, match="induced"):
         NeighborSampler(g, [2], subgraph_type="induced")
-    with pytest.raises(ValueError, match="num_neighbors"):
-        NeighborSampler(g, [2, -3])
+    for refused in (-3, True, 2**31, 2.0):  # the fanout rule of graphstore.sampling_rules
+        with pytest.raises(ValueError, match=r"num_neighbors .* must be -1"):
+            NeighborSampler(g, [2, refused])
+    assert NeighborSampler(g, [np.int64(2), -1]).num_hops == 2
     seeds = torch.tensor([1, 2, 3, 50])
     fs, gs = FeatureStore(g), GraphStore(g)
 

@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphstore.server.synced_files import fsync_path
+from graphstore.server.durability.synced_files import fsync_path
 
 WAL_FOLDER = "wal"
 _SEGMENT_RE = re.compile(r"^wal-(\d{8})\.log$")

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from graphstore.client.nn import _split_features, aggregate_sum
+from graphstore.client.nn.functional import aggregate_sum, split_features
 
 NORMS = ("none", "both", "right", "left")
 
@@ -92,7 +92,7 @@ class GraphConv(nn.Module):
             ValueError: zero in-degree destinations without ``allow_zero_in_degree``, or an external
                 weight given to a layer that has its own.
         """
-        h_src, _ = _split_features(graph, feat)
+        h_src, _ = split_features(graph, feat)
         src, dst = graph.edges()
         num_src, num_dst = graph.num_src_nodes(), graph.num_dst_nodes()
         in_degrees = torch.bincount(dst, minlength=num_dst)

@@ -4,8 +4,8 @@ A server started with ``--checkpoint-dir DIR`` (and ``--checkpoint-every-s`` and
 ``--checkpoint-every-updates``) writes every writable tensor it holds (run-time tensors such as
 embeddings, and partition features loaded with ``--writable-features``), with the sparse optimizer
 state beside the rows, into ``DIR/part-K/ckpt-N`` (the layout is in
-:mod:`~graphstore.server.periodic_checkpoint_folders`; a restarted server reads it back with
-:mod:`~graphstore.server.periodic_restore`).
+:mod:`~graphstore.server.durability.periodic_checkpoint_folders`; a restarted server reads it back with
+:mod:`~graphstore.server.durability.periodic_restore`).
 
 Each checkpoint is written into a hidden temporary folder (``.tmp-ckpt-...``), its files and folders
 are fsync'ed, and only then is it renamed to ``ckpt-N``: a reader, or a server restarting after a
@@ -15,7 +15,7 @@ of the oldest; the next start removes it).
 
 An *update* is one Push, PushGrad, Init that created a tensor, Delete that deleted one, or Restore.
 On a server, writes are held back while a checkpoint's tensors are read (the write gate of
-:mod:`~graphstore.server.write_path`), so a checkpoint holds exactly the updates applied before it
+:mod:`~graphstore.server.durability.write_path`), so a checkpoint holds exactly the updates applied before it
 started (the manifest's ``updates``), and the replay window saved beside them holds exactly their
 answers. A server that dies loses the updates after its latest complete checkpoint, and no more than
 the loss bound allows: the answer of an update waits (:meth:`PeriodicCheckpointer.wait_saved`) until
@@ -35,10 +35,8 @@ import uuid
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from graphstore.server.metrics import ServerMetrics, log_event
-from graphstore.server.periodic_checkpoint_folders import (
+from graphstore.server.durability.periodic_checkpoint_folders import (
     FORMAT,
     MANIFEST,
     TENSORS_FOLDER,
@@ -48,10 +46,9 @@ from graphstore.server.periodic_checkpoint_folders import (
     list_checkpoints,
     partition_folder,
 )
-from graphstore.server.synced_files import fsync_path, fsync_tree
-
-if TYPE_CHECKING:
-    from graphstore.server.write_path import WritePath
+from graphstore.server.durability.synced_files import fsync_path, fsync_tree
+from graphstore.server.durability.write_path import WritePath
+from graphstore.server.metrics import ServerMetrics, log_event
 
 logger = logging.getLogger(__name__)
 

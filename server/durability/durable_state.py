@@ -13,13 +13,13 @@ import logging
 from collections.abc import Callable
 from pathlib import Path
 
-from graphstore.server.durability import NO_DURABILITY, CheckpointDurability, Durability, WalDurability
+from graphstore.server.durability.modes import NO_DURABILITY, CheckpointDurability, Durability, WalDurability
+from graphstore.server.durability.periodic_checkpoint import PeriodicCheckpointer
+from graphstore.server.durability.periodic_checkpoint_folders import WINDOW_FILE, read_manifest
+from graphstore.server.durability.replay_window import ReplayWindow
+from graphstore.server.durability.write_log import WriteLog, read_records
+from graphstore.server.durability.write_path import WritePath
 from graphstore.server.metrics import log_event
-from graphstore.server.periodic_checkpoint import PeriodicCheckpointer
-from graphstore.server.periodic_checkpoint_folders import WINDOW_FILE, read_manifest
-from graphstore.server.replay_window import ReplayWindow
-from graphstore.server.write_log import WriteLog, read_records
-from graphstore.server.write_path import WritePath
 
 logger = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ import threading
 import pytest
 
 from graphstore.protos import graphstore_pb2 as pb
-from graphstore.server.durability import WalDurability
-from graphstore.server.write_log import read_records
-from graphstore.server.write_path import WritePath
+from graphstore.server.durability.modes import WalDurability
+from graphstore.server.durability.write_log import read_records
+from graphstore.server.durability.write_path import WritePath
 
 
 class _Counter:
@@ -127,6 +127,6 @@ def test_a_write_the_log_cannot_take_is_never_answered_nor_applied_again(tmp_pat
 
 
 def _wal(folder):
-    from graphstore.server.write_log import WriteLog
+    from graphstore.server.durability.write_log import WriteLog
 
     return WriteLog(folder, fsync=False)

@@ -1,6 +1,7 @@
 """How much of DGL 2.x's distributed API the compat namespace covers, checked against the reference list
 of DGL's names and signatures, and rendered as docs/compat.md's tables (so the document cannot drift
-from the code).
+from the code). A documentation tool of the repository, not part of the package: it reads the docs
+folder and :data:`NOTES_FILE` (``tools/dgl_coverage_notes.yaml``) beside it.
 
 Every name of the reference (``docs/reference/dgl-2.x-signatures.md``, a copy of the project's
 ``../shared/reference/dgl-2.x-signatures.md``) gets a status:
@@ -8,16 +9,16 @@ Every name of the reference (``docs/reference/dgl-2.x-signatures.md``, a copy of
 - **implemented**: the name resolves in :mod:`graphstore.compat.dgl` and its parameters begin with DGL's,
   in DGL's order, with DGL's literal defaults (graphstore may add keyword parameters after them);
 - **default only**: it resolves and its signature matches, but some argument works only at DGL's
-  default (:data:`NOTES` says which);
-- **not planned**: absent, or present only to raise ``NotImplementedError``; :data:`NOTES` gives the
+  default (:data:`NOTES_FILE` says which);
+- **not planned**: absent, or present only to raise ``NotImplementedError``; :data:`NOTES_FILE` gives the
   reason.
 
 A name that resolves but whose signature differs from DGL's is reported as **differs**, a name that does
 not resolve and has no reason as **missing**; ``tests/compat/test_compat_coverage.py`` fails on either,
 and on a docs/compat.md whose tables are not what :func:`render` makes now.
 
-    python -m graphstore.compat.dgl.coverage            # print the tables
-    python -m graphstore.compat.dgl.coverage --write    # rewrite them in docs/compat.md
+    python tools/dgl_coverage.py            # print the tables
+    python tools/dgl_coverage.py --write    # rewrite them in docs/compat.md
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]  # this file is tools/dgl_coverage.py
 REFERENCE = REPO / "docs" / "reference" / "dgl-2.x-signatures.md"
 DOC = REPO / "docs" / "compat.md"
 BEGIN, END = "<!-- coverage:begin -->", "<!-- coverage:end -->"
@@ -44,163 +47,11 @@ MODULE_ALIASES = {"dgl.distributed.nn": "dgl.distributed"}
 GRAPH_SECTION = "DGLGraph"
 
 # What the code cannot say by itself: the arguments that work only at DGL's default, and the reasons
-# for names not planned. Keys are full names (``dgl.distributed.DistGraph.edge_subgraph``).
+# for names not planned, keyed by full name (``dgl.distributed.DistGraph.edge_subgraph``).
+NOTES_FILE = Path(__file__).with_name("dgl_coverage_notes.yaml")
 NOTES: dict[str, tuple[str, str]] = {
-    # dgl.distributed
-    "dgl.distributed.initialize": (
-        "default only",
-        "`use_graphbolt=False`; RPC options have no effect (logged)",
-    ),
-    "dgl.distributed.DistGraph": (
-        "implemented",
-        "a `part_config` naming another graph than the open one is an error",
-    ),
-    "dgl.distributed.DistGraph.local_partition": (
-        "implemented",
-        "the co-located partition's memory-mapped `PartitionData` (DGL: a `DGLGraph`)",
-    ),
-    "dgl.distributed.DistGraph.sample_neighbors": ("default only", "`output_device` None or CPU"),
-    "dgl.distributed.DistGraph.edge_subgraph": (
-        "default only",
-        "`store_ids=True` (DGL asserts it too); only the given edges are read (`find_edges`), their "
-        "subgraph is built on the trainer as in DGL: a `DGLGraph` (`PairGraph`) with `ndata[NID]`, "
-        "`edata[EID]`",
-    ),
-    "dgl.distributed.DistGraph.add_edge_attribute": (
-        "not planned",
-        "a GraphBolt-only step in DGL; edge data is read by name here",
-    ),
-    "dgl.distributed.NodeDataView": ("not planned", "scripts get it as `g.ndata`; never constructed by name"),
-    "dgl.distributed.EdgeDataView": ("not planned", "scripts get it as `g.edata`; never constructed by name"),
-    "dgl.distributed.node_split": (
-        "implemented",
-        "`node_trainer_ids` splits a partition's share by the trainer IDs of `partition_graph"
-        "(num_trainers_per_machine=N)`, as DGL does",
-    ),
-    "dgl.distributed.edge_split": ("implemented", "`edge_trainer_ids` as `node_trainer_ids`"),
-    "dgl.distributed.DistTensor": ("default only", "`is_gdata=True`, `attach=True`; pickles by name (below)"),
-    "dgl.distributed.DistTensor.local_partition": (
-        "implemented",
-        "the home partition's rows, a copy (DGL: a shared-memory view)",
-    ),
-    "dgl.distributed.get_shared_mem_partition_book": (
-        "not planned",
-        "trainers get the book from the servers; there is no shared memory",
-    ),
-    "dgl.distributed.GraphPartitionBook.shared_memory": ("not planned", "as `get_shared_mem_partition_book`"),
-    "dgl.distributed.RangePartitionBook.shared_memory": ("not planned", "as `get_shared_mem_partition_book`"),
-    "dgl.distributed.PartitionPolicy.get_data_name": (
-        "not planned",
-        "names inside DGL's key-value store; tensors here are named as given",
-    ),
-    "dgl.distributed.load_partition": (
-        "default only",
-        '`use_graphbolt=False`; the "graph" is the memory-mapped `PartitionData`',
-    ),
-    "dgl.distributed.partition_graph": (
-        "default only",
-        "`num_hops=1`, `objtype='cut'`, `use_graphbolt=False`; a non-empty `out_path` is refused (pass "
-        "`overwrite=True`); `num_trainers_per_machine=N` writes each node type's `trainer_id` (each "
-        "partition's nodes in N contiguous runs)",
-    ),
-    "dgl.distributed.sample_neighbors": (
-        "default only",
-        "`use_graphbolt=False`; returns a frontier for `to_block`",
-    ),
-    "dgl.distributed.sample_etype_neighbors": (
-        "default only",
-        "`use_graphbolt=False`; `etype_sorted` is accepted (same sample either way)",
-    ),
-    "dgl.distributed.DistDataLoader": (
-        "implemented",
-        "iterate it with `for` / `iter()`; `next(loader)` on the loader itself is not supported",
-    ),
-    "dgl.distributed.DistDataLoader.__next__": (
-        "not planned",
-        "iterate with `for` / `iter()` (the iterator has `__next__`)",
-    ),
-    "dgl.distributed.DistEmbedding.data_name": (
-        "not planned",
-        "DGL's key-value store name; `emb.name` names the table",
-    ),
-    "dgl.distributed.DistEmbedding.kvstore": (
-        "not planned",
-        "no key-value client; rows go through `emb.weight`",
-    ),
-    "dgl.distributed.DistEmbedding.optm_state": (
-        "not planned",
-        "the optimizer state lives on the servers; `save` / `load` checkpoint it",
-    ),
-    # dgl.distributed.optim
-    "dgl.distributed.optim.DistSparseGradOptimizer.local_state_dict": (
-        "not planned",
-        "the state lives on the servers; `save` / `load` or `graphstore.client.checkpoint`",
-    ),
-    "dgl.distributed.optim.DistSparseGradOptimizer.load_local_state_dict": (
-        "not planned",
-        "as `local_state_dict`",
-    ),
-    "dgl.distributed.optim.DistSparseGradOptimizer.update": (
-        "not planned",
-        "DGL's internal per-table step; `step()` does it",
-    ),
-    "dgl.distributed.optim.SparseAdagrad.update": ("not planned", "as `DistSparseGradOptimizer.update`"),
-    "dgl.distributed.optim.SparseAdam.update": ("not planned", "as `DistSparseGradOptimizer.update`"),
-    # dgl.dataloading
-    "dgl.dataloading.NeighborSampler": (
-        "default only",
-        "`mask=None`, `prefetch_edge_feats=None`, `fused=True`",
-    ),
-    "dgl.dataloading.set_node_lazy_features": (
-        "not planned",
-        "DGL's sampler plumbing; `NeighborSampler(prefetch_node_feats=...)` covers the use",
-    ),
-    "dgl.dataloading.set_edge_lazy_features": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.set_src_lazy_features": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.set_dst_lazy_features": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.BlockSampler": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.BlockSampler.sample_blocks": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.BlockSampler.assign_lazy_features": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.BlockSampler.sample": ("not planned", "as `set_node_lazy_features`"),
-    "dgl.dataloading.EdgePredictionSampler": (
-        "not planned",
-        "built by `as_edge_prediction_sampler`, never by name in the examples",
-    ),
-    "dgl.dataloading.EdgePredictionSampler.assign_lazy_features": (
-        "not planned",
-        "as `EdgePredictionSampler`",
-    ),
-    "dgl.dataloading.EdgePredictionSampler.sample": ("not planned", "as `EdgePredictionSampler`"),
-    "dgl.dataloading.as_edge_prediction_sampler": (
-        "default only",
-        "`reverse_etypes=None`, `prefetch_labels=None`, `exclude` None / `'self'` / `'reverse_id'`",
-    ),
-    "dgl.dataloading.negative_sampler.GlobalUniform": (
-        "not planned",
-        "excludes existing edges, which needs an edge-existence test across partitions",
-    ),
-    # dgl.function
-    # dgl.nn.pytorch
-    "dgl.nn.pytorch.RelGraphConv.message": (
-        "not planned",
-        "DGL's internal message function; `forward` computes the messages",
-    ),
-    "dgl.nn.pytorch.GraphConv.extra_repr": ("implemented", ""),
-    # blocks and pair graphs
-    "DGLGraph.ndata": (
-        "not planned",
-        "a block's data is per side: `srcdata` / `dstdata` (pair graphs have `ndata`)",
-    ),
-    "DGLGraph.nodes": ("not planned", "as `ndata`: `srcnodes` / `dstnodes` (pair graphs have `nodes`)"),
-    "DGLGraph.apply_edges": ("default only", "`edges=ALL`"),
-    "DGLGraph.update_all": (
-        "implemented",
-        "built-ins and edge functions; user-defined reducers are not supported",
-    ),
-    # names the examples use beyond the signature list
-    "dgl.data": ("not planned", "datasets are DGL's; hand the graph (or PyG's) to `partition_graph`"),
-    "dgl.to_bidirected": ("not planned", "graph construction is DGL's; `partition_graph` takes its result"),
-    "dgl.heterograph": ("not planned", "graph construction is DGL's; `partition_graph` takes its result"),
+    name: (note["status"], note["note"])
+    for name, note in yaml.safe_load(NOTES_FILE.read_text(encoding="utf-8")).items()
 }
 
 
@@ -504,7 +355,7 @@ def render(text: str) -> str:
     table = rows(text)
     out = [
         BEGIN,
-        "<!-- generated by `python -m graphstore.compat.dgl.coverage --write`; do not edit by hand -->",
+        "<!-- generated by `python tools/dgl_coverage.py --write`; do not edit by hand -->",
         "",
     ]
     module = None

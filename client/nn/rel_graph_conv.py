@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 import torch
 from torch import nn
 
-from graphstore.client.nn import _split_features, aggregate_sum, scatter_sum
+from graphstore.client.graph_ops import scatter_sum
+from graphstore.client.nn.functional import aggregate_sum, split_features
 
 REGULARIZERS = (None, "basis", "bdd")
 
@@ -190,7 +191,7 @@ class RelGraphConv(nn.Module):
             return self._forward_typed(g, feat)
         if etypes is None:
             raise ValueError("RelGraphConv on a one-type graph needs etypes (the relation ID of each edge)")
-        h_src, h_dst = _split_features(g, feat)
+        h_src, h_dst = split_features(g, feat)
         src, dst = g.edges()
         messages = self.linear_r(h_src[src], etypes)
         if norm is not None:

@@ -3,13 +3,14 @@
 :class:`WritePath` wraps the servicer's handlers of Push, PushGrad, Init, Delete, Checkpoint and Restore
 (the thin hook is :meth:`PartitionServicer._bind <graphstore.server.servicer.PartitionServicer>`):
 
-1. A request with a request ID claims it in the :class:`~graphstore.server.replay_window.ReplayWindow`;
-   a replay gets the first answer back (once that answer is durable, see 4) and nothing is applied.
+1. A request with a request ID claims it in the
+   :class:`~graphstore.server.durability.replay_window.ReplayWindow`; a replay gets the first answer
+   back (once that answer is durable, see 4) and nothing is applied.
 2. The request is applied under the *write gate*: shared among writes (exclusive among them in
    ``wal`` mode, so that the log's order is the order of application), exclusive for a checkpoint's
    snapshot (:meth:`WritePath.snapshot`): a checkpoint holds exactly the writes applied before it,
    and the replay window saved with it holds exactly their answers.
-3. Still under the gate, the durability policy records the write (:mod:`~graphstore.server.durability`:
+3. Still under the gate, the durability policy records the write (:mod:`~graphstore.server.durability.modes`:
    nothing; the update count of the periodic checkpointer; or a record appended to the write-ahead log).
 4. The answer leaves once the policy says it may: at once; once the periodic checkpoints' loss bound
    allows it; or once the log record is synced.
@@ -22,9 +23,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from graphstore.server.durability import NO_DURABILITY, Durability
+from graphstore.server.durability.modes import NO_DURABILITY, Durability
+from graphstore.server.durability.replay_window import ReplayWindow
 from graphstore.server.locks import ReadWriteLock
-from graphstore.server.replay_window import ReplayWindow
 
 
 def is_update(method: str, response: Any) -> bool:

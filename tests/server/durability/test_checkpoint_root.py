@@ -18,7 +18,7 @@ from graphstore.launcher.local_servers import start_servers
 from graphstore.partition import load_partition
 from graphstore.protos import graphstore_pb2 as pb
 from graphstore.protos.service import SERVICE_NAME
-from graphstore.server.checkpoint_root import CheckpointRoot, NamedCheckpoints
+from graphstore.server.durability.checkpoint_root import CheckpointRoot, NamedCheckpoints
 from graphstore.server.partition_server import PartitionServer
 from tests.server.conftest import NUM_NODES
 

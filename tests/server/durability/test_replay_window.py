@@ -9,7 +9,7 @@ import threading
 import pytest
 
 from graphstore.errors import StaleRequestError
-from graphstore.server.replay_window import ReplayWindow
+from graphstore.server.durability.replay_window import ReplayWindow
 
 
 def test_a_replay_gets_the_first_answer_and_is_not_applied_again():

@@ -11,11 +11,11 @@ import torch
 from graphstore.client import api
 from graphstore.client.block import Block
 from graphstore.client.dist_graph import DistGraph
-from graphstore.client.hetero_embedding import DistHeteroEmbedding
-from graphstore.client.hetero_graph_conv import HeteroGraphConv
 from graphstore.client.nn import GATConv, SAGEConv
+from graphstore.client.nn.hetero_embedding import DistHeteroEmbedding
+from graphstore.client.nn.hetero_graph_conv import HeteroGraphConv
+from graphstore.client.nn.rel_graph_conv import RelGraphConv, TypedLinear
 from graphstore.client.optim import SparseAdagrad
-from graphstore.client.rel_graph_conv import RelGraphConv, TypedLinear
 from graphstore.types import GraphSchema, InitSpec
 from tests.client.test_dist_tensor import unique_name
 from tests.utils.typed_graphs import make_typed_partitions

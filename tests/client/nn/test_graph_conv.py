@@ -8,7 +8,7 @@ import torch
 
 from graphstore.client.block import to_block
 from graphstore.client.frontier import SampledSubgraph
-from graphstore.client.nn_graph_conv import GraphConv
+from graphstore.client.nn.graph_conv import GraphConv
 
 
 def _block(rng, num_nodes=80, num_seeds=12, zero_in_degree=False):

@@ -8,7 +8,7 @@ Layout (``DIR`` is the cluster's ``--checkpoint-dir``)::
     DIR/part-K/wal/wal-00000008.log                 the write-ahead log since (durability: wal)
 
 A ``ckpt-N`` folder with a manifest is complete: the writer
-(:mod:`~graphstore.server.periodic_checkpoint`) renames a checkpoint into place only once it is
+(:mod:`~graphstore.server.durability.periodic_checkpoint`) renames a checkpoint into place only once it is
 written and fsync'ed.
 """
 

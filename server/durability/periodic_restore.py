@@ -13,13 +13,13 @@ import shutil
 import uuid
 from pathlib import Path
 
-from graphstore.server.metrics import log_event
-from graphstore.server.periodic_checkpoint_folders import (
+from graphstore.server.durability.periodic_checkpoint_folders import (
     TENSORS_FOLDER,
     list_checkpoints,
     partition_folder,
     read_manifest,
 )
+from graphstore.server.metrics import log_event
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from graphstore.server.write_log import LogRecord, WriteLog, list_segments, read_records
+from graphstore.server.durability.write_log import LogRecord, WriteLog, list_segments, read_records
 
 
 def _record(i: int) -> LogRecord:

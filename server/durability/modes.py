@@ -6,28 +6,40 @@
   tensor;
 - ``checkpoint`` (:class:`CheckpointDurability`): periodic checkpoints; an answer leaves once the
   checkpointer's loss bound allows it (:meth:`PeriodicCheckpointer.wait_saved
-  <graphstore.server.periodic_checkpoint.PeriodicCheckpointer.wait_saved>`), so a crash loses at most
-  ``every_updates`` acknowledged updates, or those of ``every_s`` seconds;
+  <graphstore.server.durability.periodic_checkpoint.PeriodicCheckpointer.wait_saved>`), so a crash
+  loses at most ``every_updates`` acknowledged updates, or those of ``every_s`` seconds;
 - ``wal`` (:class:`WalDurability`): every write is appended to the write-ahead log
-  (:mod:`~graphstore.server.write_log`) before its answer leaves (and synced first with ``fsync``);
+  (:mod:`~graphstore.server.durability.write_log`) before its answer leaves (and synced first with ``fsync``);
   a crash loses no acknowledged write.
 
-The :class:`~graphstore.server.write_path.WritePath` calls :meth:`Durability.admit` and
+The :class:`~graphstore.server.durability.write_path.WritePath` calls :meth:`Durability.admit` and
 :meth:`Durability.record` under the write gate, and :meth:`Durability.wait` before answering.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from graphstore.server.durability.write_log import LogRecord, WriteLog
 from graphstore.server.metrics import log_event
-from graphstore.server.write_log import LogRecord, WriteLog
-
-if TYPE_CHECKING:
-    from graphstore.server.periodic_checkpoint import PeriodicCheckpointer
 
 logger = logging.getLogger(__name__)
+
+
+class UpdateCounter(Protocol):
+    """What the durability modes need of the periodic checkpointer
+    (:class:`~graphstore.server.durability.periodic_checkpoint.PeriodicCheckpointer`, which itself
+    takes its snapshots through the write path that calls these modes)."""
+
+    def note_update(self, count: int = 1) -> tuple[int, float]:
+        """Count an applied update; returns the token :meth:`wait_saved` takes."""
+
+    def wait_saved(self, token: tuple[int, float], timeout: float | None) -> None:
+        """Return once the loss bound allows answering the update of ``token``."""
+
+    def checkpoint_now(self, reason: str = "requested", force: bool = False) -> Any:
+        """Take a checkpoint at once."""
 
 
 class Durability:
@@ -88,7 +100,7 @@ class CheckpointDurability(Durability):
 
     mode = "checkpoint"
 
-    def __init__(self, checkpointer: PeriodicCheckpointer) -> None:
+    def __init__(self, checkpointer: UpdateCounter) -> None:
         self._checkpointer = checkpointer
 
     def record(self, method: str, client: str, seq: int, raw: bytes, answer: bytes, update: bool) -> Any:
@@ -118,7 +130,7 @@ class WalDurability(Durability):
     mode = "wal"
     ordered = True
 
-    def __init__(self, log: WriteLog, checkpointer: PeriodicCheckpointer) -> None:
+    def __init__(self, log: WriteLog, checkpointer: UpdateCounter) -> None:
         self.log = log
         self._checkpointer = checkpointer
         self._failed: OSError | None = None

@@ -44,7 +44,7 @@ class Claim:
         seq: the request's sequence number.
         answer: the encoded answer once finished.
         token: what the durability layer needs to know before this answer may leave (see
-            :mod:`~graphstore.server.write_path`); None once durable.
+            :mod:`~graphstore.server.durability.write_path`); None once durable.
         replay: True when this claim was answered before (the caller must not apply it again).
     """
 
@@ -143,7 +143,7 @@ class ReplayWindow:
         Args:
             claim: a claim returned new by :meth:`claim`.
             answer: the encoded answer.
-            token: the durability token of the write (see :mod:`~graphstore.server.write_path`).
+            token: the durability token of the write (see :mod:`~graphstore.server.durability.write_path`).
         """
         claim.answer = bytes(answer)
         claim.token = token

@@ -18,6 +18,7 @@ layout is in :mod:`graphstore.checkpoint_layout`):
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import shutil
@@ -33,7 +34,7 @@ from graphstore.checkpoint_layout import (
     read_set_manifest,
     save_folder,
 )
-from graphstore.server.synced_files import fsync_path, write_synced
+from graphstore.server.durability.synced_files import fsync_path, write_synced
 
 _LOCK_FILE = ".manifest.lock"
 
@@ -54,7 +55,7 @@ def write_part(
         part_id, num_parts: this partition and the partition count.
         names: the tensors saved.
         write: ``write(folder) -> (files, rows)`` writes the shards into ``folder``
-            (:func:`graphstore.server.checkpoint.save_checkpoint`).
+            (:func:`graphstore.server.durability.checkpoint.save_checkpoint`).
 
     Returns:
         ``(files written, rows written)``.
@@ -83,14 +84,18 @@ def write_part(
 
 
 def _remove_part(folder: Path, part_id: int, num_parts: int, created: bool) -> None:
-    """Remove what part ``part_id`` wrote of a save (the save's folder too when this part created it and
-    no other part wrote anything into it); other parts' files are the client's abort to remove."""
+    """Remove what part ``part_id`` wrote of a save, and, when this part created the save's folder, the
+    folders left empty; other parts' files (finished or still being written beside this one, in
+    standalone mode in the same folder) are the client's abort to remove."""
     stem = f"shard-{part_id}-of-{num_parts}"
     for pattern in (f"*/{stem}.*", f"*/.{stem}.*", f"{PARTS_FOLDER}/part-{part_id}.json"):
         for file in folder.glob(pattern):
             file.unlink(missing_ok=True)
-    if created and not any(folder.glob("*/shard-*")) and not any(folder.glob(f"{PARTS_FOLDER}/*")):
-        shutil.rmtree(folder, ignore_errors=True)
+    if created:
+        # rmdir, not rmtree: a folder another part is writing into is not empty and stays.
+        for sub in [p for p in folder.glob("*") if p.is_dir()] + [folder]:
+            with contextlib.suppress(OSError):
+                sub.rmdir()
 
 
 @contextmanager

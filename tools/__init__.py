@@ -1,0 +1,1 @@
+"""Repository tools (documentation generators): not part of the package; run from a checkout."""
