@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+import graphstore
 from graphstore.client import DistGraph, exit_client, initialize, sample_neighbors
 from graphstore.launcher.local_servers import start_servers
 
@@ -105,13 +106,10 @@ def main(argv=None) -> int:
         name: {key: statistics.median(run[key] for run in measured) for key in measured[0]}
         for name, measured in runs.items()
     }
-    commit = subprocess.run(
-        ["git", "-C", str(Path(__file__).resolve().parent), "rev-parse", "HEAD"],
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
+    package = Path(graphstore.__file__).resolve().parent  # the checkout whose code ran
+    commit = subprocess.run(["git", "-C", str(package), "rev-parse", "HEAD"], capture_output=True, text=True)
     report = {
-        "commit": commit,
+        "commit": commit.stdout.strip(),
         "loadavg": os.getloadavg(),
         "calls": args.calls,
         "repeats": args.repeats,
