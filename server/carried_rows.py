@@ -56,21 +56,26 @@ def rows_to_carry(
 ) -> list[RowsToCarry]:
     """What a sample answer carries: ``names``' rows for the seeds and neighbors this partition owns,
     ``seed_names``' rows for the seeds; each reserved in ``guard``'s memory budget (entered on
-    ``reservations``, an ``ExitStack`` held until the answer is built) or left out when over a limit.
+    ``reservations``, an ``ExitStack`` held until the answer is built) or left out when over a limit
+    (every carried tensor together holds at most ``max_request_bytes``).
 
     Raises:
         KeyError: an unknown tensor. ValueError: an edge tensor.
     """
     carried = []
+    room = guard.limits.max_request_bytes  # every carried tensor together, so no answer gets too large
     nodes = np.concatenate((seeds, neighbors)) if names else seeds
     for name, scope in [(n, nodes) for n in names] + [(n, seeds) for n in seed_names]:
         scheme = server.tensor_scheme(name)
         ids = held_node_ids(book, server.part_id, scheme.policy, scope)
-        try:
-            reservations.enter_context(
-                guard.pull(scheme, len(ids), dtypes.info(scheme.dtype).storage.itemsize)
-            )
-        except (LimitExceededError, MemoryBudgetError):
+        itemsize = dtypes.info(scheme.dtype).storage.itemsize
+        nbytes = len(ids) * itemsize * int(np.prod(scheme.shape[1:], dtype=np.int64))
+        if nbytes > room:
             continue  # the client pulls these rows itself
+        try:
+            reservations.enter_context(guard.pull(scheme, len(ids), itemsize))
+        except (LimitExceededError, MemoryBudgetError):
+            continue
+        room -= nbytes
         carried.append(RowsToCarry(name, ids, tuple(scheme.shape[1:]), scheme.dtype))
     return carried

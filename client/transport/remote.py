@@ -442,13 +442,7 @@ class RemotePartition(RemoteAdminCalls):
         """
         seeds = as_id_array(seeds, "seeds", one_dim=True)
         codec.edge_dir_to_wire(spec.edge_dir)  # a bad edge_dir fails before anything is sent
-        row_bytes = {}
-        for name in (*spec.with_rows, *spec.with_seed_rows):
-            scheme = self._scheme(name)
-            if scheme is not None:
-                count = int(np.prod(scheme.shape[1:], dtype=np.int64))
-                row_bytes[name] = count * dtypes.info(scheme.dtype).storage.itemsize
-        per_seed = spec.answer_bytes_per_seed(self._average_degree(), row_bytes)
+        per_seed = spec.answer_bytes_per_seed(self._average_degree())
         return self._query_edges(
             seeds, per_seed, lambda chunk, i: ("SampleNeighbors", spec.request(chunk, i))
         )
@@ -459,14 +453,7 @@ class RemotePartition(RemoteAdminCalls):
         """:meth:`sample_with_rows`, sent now: returns the function that waits for its answer. A sample of
         one chunk goes out at once; a larger one runs when the function is called."""
         seeds = as_id_array(seeds, "seeds", one_dim=True)
-        row_bytes = {}
-        for name in (*spec.with_rows, *spec.with_seed_rows):
-            scheme = self._schemes.get(name)
-            if scheme is None:
-                return lambda: self.sample_with_rows(seeds, spec)
-            count = int(np.prod(scheme.shape[1:], dtype=np.int64))
-            row_bytes[name] = count * dtypes.info(scheme.dtype).storage.itemsize
-        per_seed = spec.answer_bytes_per_seed(self._average_degree(), row_bytes)
+        per_seed = spec.answer_bytes_per_seed(self._average_degree())
         if len(seeds) * per_seed > self.policy.chunk_bytes:
             return lambda: self.sample_with_rows(seeds, spec)
         answer = self._channel.start_call(*spec.chunk_request(seeds, 0))

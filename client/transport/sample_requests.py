@@ -3,7 +3,7 @@
 A sample's answer size is known only roughly (a seed has at most ``fanout`` edges per edge type, or all
 of them for ``-1``), so requests are chunked by an estimate of their answer
 (:func:`~graphstore.client.transport.chunking.query_edges_in_chunks` halves a chunk that still comes
-back too large). Rows carried with the answer (``with_rows``) count in the estimate too.
+back too large). Rows carried with the answer (``with_rows``) are bounded by the server instead.
 """
 
 from __future__ import annotations
@@ -77,10 +77,10 @@ class SampleSpec:
         """``(method, request)`` of chunk ``index``, as the chunked edge queries take them."""
         return "SampleNeighbors", self.request(seeds, index)
 
-    def answer_bytes_per_seed(self, average_degree: float, row_bytes: dict[str, int]) -> float:
-        """The answer bytes one seed is planned for: its edges (``average_degree`` times a margin for a
-        fanout of -1) and the rows carried for it and its neighbors (``row_bytes``: per tensor)."""
+    def answer_bytes_per_seed(self, average_degree: float) -> float:
+        """The answer bytes one seed's edges are planned for (``average_degree`` times a margin for a
+        fanout of -1). Rows carried with the answer are not planned for: the server carries at most
+        ``max_request_bytes`` of them and leaves the rest to a pull, so they never make an answer exceed
+        the message limit, and chunks sized for them would carry the same rows twice."""
         edges = sum(f if f >= 0 else average_degree * DEGREE_MARGIN for f in self.fanouts())
-        carried = (edges + 1) * sum(row_bytes.get(name, 0) for name in self.with_rows)
-        carried += sum(row_bytes.get(name, 0) for name in self.with_seed_rows)
-        return EDGE_ANSWER_BYTES * edges + carried
+        return EDGE_ANSWER_BYTES * edges
