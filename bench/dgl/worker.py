@@ -180,7 +180,14 @@ def run_epoch(module, args) -> dict:
     ranks = [json.loads(path.read_text()) for path in sorted(log_dir.glob("rank*.json"))]
     if len(ranks) != 2:
         raise RuntimeError(f"expected 2 trainer results in {log_dir}, found {len(ranks)}")
-    return {"graphsage_epoch": {**ranks[0], "epoch_s": max(rank["epoch_s"] for rank in ranks)}}
+    return {
+        "graphsage_epoch": {
+            **ranks[0],
+            "epoch_s": max(rank["epoch_s"] for rank in ranks),
+            "trainer_batches": [rank["batches"] for rank in ranks],
+            "trainer_train_nodes": [rank["train_nodes"] for rank in ranks],
+        }
+    }
 
 
 def run_trainer(module, args) -> None:

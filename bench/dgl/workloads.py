@@ -41,6 +41,20 @@ ADAGRAD_ROWS = (1_000, 10_000)
 EMBEDDING_DIM = 64
 ONE_HOP_SEEDS, ONE_HOP_FANOUT = 1024, 10
 TWO_HOP_BATCH, TWO_HOP_FANOUTS = 1024, (25, 10)
+# The headline figures (``make bench-dgl-publish``, the README's table): the remote and mixed pulls of
+# 1k and 10k rows, the 1-hop sample, the 2-hop batch with features, SparseAdagrad on 1k rows, the
+# epoch and the partitioner.
+HEADLINE = (
+    "pull/remote/1000/*",
+    "pull/remote/10000/*",
+    "pull/mixed/1000/*",
+    "pull/mixed/10000/*",
+    "sample/1hop",
+    "sample/2hop+feat",
+    "adagrad/1000",
+    "graphsage_epoch",
+    "partition",
+)
 
 
 @dataclass
