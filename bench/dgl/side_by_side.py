@@ -11,7 +11,8 @@ partition 0. The systems alternate (graphstore first in odd runs, DGL first in e
 Sections per run: ``partition`` (time and peak memory of each partitioner process), ``client``
 (DistTensor pulls, sampling, SparseAdagrad steps: one client process), ``epoch`` (one GraphSAGE
 epoch, 2 servers + 2 trainers). Without the partition section, each system's partitions are made
-once, untimed, where they are missing or were made from another graph file (``partition_stamp.py``).
+once, untimed, where they are missing or were made from another graph file (the stamp of
+``bench/common.py``, the benchmarks' partition-cache rule).
 Writes ``bench/results/<date>-<host>.json`` and prints the table.
 
     python bench/dgl/side_by_side.py --runs 1 --quick          # smoke: 20k nodes, a few calls each
@@ -34,7 +35,6 @@ import traceback
 from pathlib import Path
 
 from machine import git_commit, load, machine
-from partition_stamp import clear_stamp, partitions_current, source_stamp, write_stamp
 from processes import dgl_shared_memory_files, exit_on_signals, remove_shared_memory, run_measured
 from quiet import (
     DEFAULT_GATE_WINDOW_S,
@@ -53,6 +53,9 @@ from workloads import HEADLINE, selected
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.append(str(HERE.parent))  # bench/common.py: the benchmarks' one partition-cache rule
+from common import clear_source_stamp, partitions_current, source_stamp, write_source_stamp  # noqa: E402
+
 WORKER = HERE / "worker.py"
 SYSTEMS = ("graphstore", "dgl")
 SECTIONS = ("partition", "client", "epoch")
@@ -252,8 +255,8 @@ def part_config(system: str, args) -> Path:
 def run_section(section: str, system: str, label: str, graph: Path, args) -> dict:
     """One section of one system; returns the worker's output (``results`` and ``versions``).
 
-    A partition section stamps the partitions it made (``partition_stamp.py``) once its partitioner
-    succeeded.
+    A partition section stamps the partitions it made (``bench/common.py``'s ``source_stamp``) once its
+    partitioner succeeded, and removes the stamp before it starts.
 
     Args:
         label: the logs' folder under ``<workdir>/logs`` (``run1``, ``prepare``).
@@ -299,7 +302,7 @@ def run_section(section: str, system: str, label: str, graph: Path, args) -> dic
     shm_before = dgl_shared_memory_files(GRAPH_NAME)
     log_path = folder / "output.log"
     if section == "partition":
-        clear_stamp(config)
+        clear_source_stamp(config.parent)
     try:
         outcome = run_measured(command, env=None, log_path=log_path, timeout_s=TIMEOUT_S[section])
     finally:
@@ -309,7 +312,7 @@ def run_section(section: str, system: str, label: str, graph: Path, args) -> dic
         raise RuntimeError(f"{section} of {system} exited {outcome['returncode']}; {log_path}:\n{tail}")
     if section != "partition":
         return json.loads(out.read_text())
-    write_stamp(config, source_stamp(graph, GRAPH_NAME, NUM_PARTS, PART_METHOD))
+    write_source_stamp(config.parent, partition_stamp(graph))
     if system == "graphstore":
         stats = json.loads(log_path.read_text().strip().splitlines()[-1])
         seconds, versions = stats["total_seconds"], {}
@@ -324,6 +327,11 @@ def run_section(section: str, system: str, label: str, graph: Path, args) -> dic
     return {"system": system, "versions": versions, "results": {"partition": figures}}
 
 
+def partition_stamp(graph: Path) -> dict:
+    """The stamp of either system's partitions of ``graph`` (each system's are in a folder of its own)."""
+    return source_stamp(graph, GRAPH_NAME, NUM_PARTS, part_method=PART_METHOD)
+
+
 def ensure_partitions(graph: Path, args) -> None:
     """Each system's partitions of ``graph``, made now (untimed, with the partition section's commands)
     where they are missing or stamped with another graph file; for runs without the partition section.
@@ -331,9 +339,9 @@ def ensure_partitions(graph: Path, args) -> None:
     Raises:
         RuntimeError: a partitioner failed (its log's tail in the message).
     """
-    stamp = source_stamp(graph, GRAPH_NAME, NUM_PARTS, PART_METHOD)
+    stamp = partition_stamp(graph)
     for system in SYSTEMS:
-        if partitions_current(part_config(system, args), stamp):
+        if partitions_current(part_config(system, args).parent, stamp):
             continue
         log(f"partitioning {graph.name} for {system} (untimed: the partition section is not run)")
         start = time.perf_counter()
