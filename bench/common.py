@@ -13,16 +13,62 @@ from pathlib import Path
 SOURCE_STAMP = "bench-source.json"
 
 
+def source_stamp(graph: str | os.PathLike, name: str, num_parts: int, **options) -> dict:
+    """What partitions of the graph file ``graph`` are stamped with (``bench-source.json`` beside them):
+    the input's absolute path, size and modification time, the graph name, partition count and
+    ``options`` (the partitioner's settings).
+
+    Raises:
+        FileNotFoundError: no such graph file.
+    """
+    source = Path(graph).resolve()
+    info = source.stat()
+    return {
+        "graph": str(source),
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "name": name,
+        "num_parts": num_parts,
+        "options": {key: options[key] for key in sorted(options)},
+    }
+
+
+def partitions_current(out: str | os.PathLike, stamp: dict) -> bool:
+    """Whether the partitions in ``out`` (``out/NAME.json``) exist with ``stamp`` beside them.
+
+    False for missing partitions or stamp, a damaged stamp, or one of another input or other options.
+    """
+    out = Path(out)
+    if not (out / f"{stamp['name']}.json").is_file():
+        return False
+    try:
+        return json.loads((out / SOURCE_STAMP).read_text()) == json.loads(json.dumps(stamp))
+    except (OSError, ValueError):
+        return False
+
+
+def clear_source_stamp(out: str | os.PathLike) -> None:
+    """Remove the stamp in ``out`` before its partitions are made again (a run that dies half-way leaves
+    partitions that are not current)."""
+    (Path(out) / SOURCE_STAMP).unlink(missing_ok=True)
+
+
+def write_source_stamp(out: str | os.PathLike, stamp: dict) -> None:
+    """Stamp the complete partitions in ``out`` (after their partitioner succeeded)."""
+    Path(out).mkdir(parents=True, exist_ok=True)
+    (Path(out) / SOURCE_STAMP).write_text(json.dumps(stamp, indent=1) + "\n")
+
+
 def ensure_partitions(
     graph: str | os.PathLike, name: str, num_parts: int, out: str | os.PathLike, **options
 ) -> str:
     """Partition the graph file ``graph`` into ``out`` once; returns the partition config's path.
 
     The one partition-cache rule of the benchmarks: the partitions in ``out`` are reused while the
-    stamp written beside them (``bench-source.json``: the input's absolute path, size and modification
-    time, the graph name, partition count and ``options``) is what this call would write; anything
-    else (another input, an input rewritten since, other options, a run that died half-way) partitions
-    again.
+    stamp written beside them (:func:`source_stamp`) is what this call would write; anything else
+    (another input, an input rewritten since, other options, a run that died half-way) partitions
+    again. ``bench/dgl/side_by_side.py`` applies the same rule to the partitions its partitioner
+    commands make, graphstore's and DGL's.
 
     Args:
         graph: the input graph file (``.npz``, edge list, typed ``.npz``).
@@ -34,27 +80,12 @@ def ensure_partitions(
     """
     from graphstore.partition import partition_graph
 
-    out = Path(out)
-    source = Path(graph).resolve()
-    info = source.stat()
-    stamp = {
-        "graph": str(source),
-        "size": info.st_size,
-        "mtime_ns": info.st_mtime_ns,
-        "name": name,
-        "num_parts": num_parts,
-        "options": {key: options[key] for key in sorted(options)},
-    }
-    config = out / f"{name}.json"
-    stamp_path = out / SOURCE_STAMP
-    if config.is_file() and stamp_path.is_file():
-        try:
-            if json.loads(stamp_path.read_text()) == json.loads(json.dumps(stamp)):
-                return str(config)
-        except ValueError:
-            pass  # a damaged stamp: partition again
-    result = partition_graph(str(source), name, num_parts, str(out), overwrite=True, **options)
-    stamp_path.write_text(json.dumps(stamp, indent=1) + "\n")
+    stamp = source_stamp(graph, name, num_parts, **options)
+    if partitions_current(out, stamp):
+        return str(Path(out) / f"{name}.json")
+    clear_source_stamp(out)
+    result = partition_graph(stamp["graph"], name, num_parts, str(out), overwrite=True, **options)
+    write_source_stamp(out, stamp)
     return result.config_path
 
 

@@ -1,23 +1,29 @@
 """Whether a benchmark turn ran on a quiet machine: a load gate before it, CPU accounting during it.
 
 Standard library only (the driver imports it; the workers never do). A *turn* is one system's run of
-one section. Before a turn the driver waits, up to a bound, for the 1-minute load average to fall
-under a threshold (:func:`wait_for_load`). During the turn :class:`TurnMeter` counts the CPU time
-the whole machine spent (``/proc/stat``) and the CPU time of the driver's own process tree (the
-turn's workers and every process they started, all reaped by the end of the turn, so their time is
-in the driver's children's times); the difference is what *other* processes used. A turn in which
-others used more than ``max_other_share`` of the machine is invalid, and so is the pair of turns it
-belongs to: :func:`pair_is_valid`; ``report.summarize`` leaves such pairs out of the medians and
-counts them.
+one section. Before a turn the driver waits, up to a bound, for the machine to be quiet (the *gate*).
+During the turn :class:`TurnMeter` counts the CPU time the whole machine spent (``/proc/stat``) and the
+CPU time of the driver's own process tree (the turn's workers and every process they started, all
+reaped by the end of the turn, so their time is in the driver's children's times); the difference is
+what *other* processes used. A turn in which others used more than ``max_other_share`` of the machine
+is invalid, and so is the pair of turns it belongs to: :func:`pair_is_valid`; ``report.summarize``
+leaves such pairs out of the medians and counts them.
 
-Why these settings for 2 cores (the defaults of ``side_by_side.py``):
+Two gates (``side_by_side.py --gate``):
 
-- The load gate at 1.0: the 1-minute load is a decaying average that still holds the benchmark's
-  own previous turn (1–2 runnable threads, which decay under 1.0 within about 40 s), so a threshold
-  of half the machine passes once our own turn has faded, and holds the next turn while other work
-  keeps a core busy. It is only a gate; validity is decided by the accounting.
-- ``max_other_share`` at 0.05: 5% of a 2-core machine is a tenth of a core, about what the idle
-  system's daemons and the session's shells use; one busy thread elsewhere is 50%.
+- ``cpu`` (the default, :func:`wait_for_quiet`): the same accounting as a turn's, over the last
+  ``window_s`` seconds between turns (the driver's own CPU time left out): the turn starts once other
+  processes used at most ``max_other_share`` of the machine in such a window, what a valid turn
+  needs. It sees the present, and nothing of the benchmark's own previous turn, so it costs about
+  ``window_s`` per turn on a quiet machine.
+- ``load`` (:func:`wait_for_load`): the 1-minute load average under a threshold (1.0 for 2 cores).
+  The average is a decaying one that still holds the benchmark's own previous turn (1-4 runnable
+  threads; under 1.0 only 20-60 s after the turn), so on a quiet machine this gate mostly waits for
+  the benchmark itself: 30 turns of a 5-run comparison spent minutes in it.
+
+Either is only a gate; validity is decided by the accounting during the turn, whichever gate ran.
+``max_other_share`` at 0.05: 5% of a 2-core machine is a tenth of a core, about what the idle system's
+daemons and the session's shells use; one busy thread elsewhere is 50%.
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ from pathlib import Path
 DEFAULT_LOAD_THRESHOLD = 1.0
 DEFAULT_LOAD_WAIT_S = 300.0
 DEFAULT_MAX_OTHER_SHARE = 0.05
+DEFAULT_GATE_WINDOW_S = 3.0
+GATES = ("cpu", "load", "none")
 PROC_STAT = Path("/proc/stat")
 # /proc/stat's cpu line: user nice system idle iowait irq softirq steal guest guest_nice. Busy time
 # is everything but idle and iowait; guest time is already inside user (and guest_nice in nice).
@@ -82,6 +90,76 @@ def wait_for_load(threshold: float, max_wait_s: float, poll_s: float = 2.0) -> d
         "load_1m": load_1m,
         "waited_s": time.monotonic() - start,
         "gate_passed": threshold <= 0 or load_1m < threshold,
+    }
+
+
+def other_share(machine_busy_s: float, own_s: float, wall_s: float, cores: int) -> float:
+    """The share of the machine (``wall_s`` x ``cores``) busy with work other than ``own_s``.
+
+    >>> round(other_share(machine_busy_s=1.3, own_s=1.2, wall_s=1.0, cores=2), 3)
+    0.05
+    """
+    return max(machine_busy_s - own_s, 0.0) / max(wall_s * cores, 1e-9)
+
+
+def wait_for_quiet(
+    max_share: float, window_s: float, max_wait_s: float, poll_s: float = 0.5, cores: int | None = None
+) -> dict:
+    """Wait until other processes used at most ``max_share`` of the machine over the last ``window_s``.
+
+    Between turns every process of the benchmark has been reaped, so the machine's busy time over a
+    window, less the driver's own, is other work (:func:`other_share`). Readings every ``poll_s``; the
+    window slides over them, so the wait is ``window_s`` on a quiet machine.
+
+    Args:
+        max_share: the share of the machine other processes may have used.
+        window_s: the window judged, in seconds.
+        max_wait_s: the bound; the turn starts anyway after it (the accounting then judges it).
+        poll_s: seconds between readings.
+        cores: the cores counted (default: all).
+
+    Returns:
+        ``{"kind": "cpu", "other_share": of the last window (None: no /proc/stat), "window_s",
+        "waited_s", "gate_passed": bool}``.
+
+    Raises:
+        ValueError: ``window_s`` or ``poll_s`` not positive, or ``max_wait_s`` negative.
+    """
+    if window_s <= 0 or poll_s <= 0:
+        raise ValueError(f"window_s and poll_s must be > 0, got {window_s} and {poll_s}")
+    if max_wait_s < 0:
+        raise ValueError(f"max_wait_s must be >= 0, got {max_wait_s}")
+    cores = cores or os.cpu_count() or 1
+    start = time.monotonic()
+    if machine_busy_s() is None:  # no /proc/stat: nothing to judge by
+        return {
+            "kind": "cpu",
+            "other_share": None,
+            "window_s": window_s,
+            "waited_s": 0.0,
+            "gate_passed": True,
+        }
+    readings = [(time.perf_counter(), machine_busy_s(), own_tree_s())]
+    share = None
+    while True:
+        time.sleep(poll_s)
+        now = (time.perf_counter(), machine_busy_s(), own_tree_s())
+        readings.append(now)
+        while len(readings) > 2 and now[0] - readings[1][0] >= window_s:
+            readings.pop(0)  # keep the oldest reading that still spans the whole window
+        first = readings[0]
+        if now[0] - first[0] >= window_s:
+            share = other_share(now[1] - first[1], now[2] - first[2], now[0] - first[0], cores)
+            if share <= max_share:
+                break
+        if time.monotonic() - start >= max_wait_s:
+            break
+    return {
+        "kind": "cpu",
+        "other_share": share,
+        "window_s": window_s,
+        "waited_s": time.monotonic() - start,
+        "gate_passed": share is not None and share <= max_share,
     }
 
 
@@ -160,7 +238,7 @@ class TurnMeter:
             return
         busy_s = busy_end - self._busy
         other_s = max(busy_s - own_s - background_s, 0.0)
-        share = other_s / max(wall_s * self.cores, 1e-9)
+        share = other_share(busy_s, own_s + background_s, wall_s, self.cores)
         self.account = TurnAccount(
             wall_s,
             busy_s,

@@ -10,11 +10,15 @@ partition 0. The systems alternate (graphstore first in odd runs, DGL first in e
 
 Sections per run: ``partition`` (time and peak memory of each partitioner process), ``client``
 (DistTensor pulls, sampling, SparseAdagrad steps: one client process), ``epoch`` (one GraphSAGE
-epoch, 2 servers + 2 trainers). Writes ``bench/results/<date>-<host>.json`` and prints the table.
+epoch, 2 servers + 2 trainers). Without the partition section, each system's partitions are made
+once, untimed, where they are missing or were made from another graph file (the stamp of
+``bench/common.py``, the benchmarks' partition-cache rule).
+Writes ``bench/results/<date>-<host>.json`` and prints the table.
 
     python bench/dgl/side_by_side.py --runs 1 --quick          # smoke: 20k nodes, a few calls each
     python bench/dgl/side_by_side.py --runs 7                  # the full comparison (200k nodes)
     python bench/dgl/side_by_side.py --runs 3 --workloads 'pull/mixed/*,graphsage_epoch'   # some
+    python bench/dgl/side_by_side.py --runs 5 --headline --cpu-list 0-1 --train-frac 0.55  # the README's
 """
 
 from __future__ import annotations
@@ -33,23 +37,31 @@ from pathlib import Path
 from machine import git_commit, load, machine
 from processes import dgl_shared_memory_files, exit_on_signals, remove_shared_memory, run_measured
 from quiet import (
+    DEFAULT_GATE_WINDOW_S,
     DEFAULT_LOAD_THRESHOLD,
     DEFAULT_LOAD_WAIT_S,
     DEFAULT_MAX_OTHER_SHARE,
+    GATES,
     BackgroundLoad,
     TurnMeter,
     wait_for_load,
+    wait_for_quiet,
 )
 from report import metrics, summarize, table
-from system_graphstore import partition_command
-from workloads import selected
+from system_graphstore import NUM_PARTS, partition_command
+from workloads import HEADLINE, selected
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
+sys.path.append(str(HERE.parent))  # bench/common.py: the benchmarks' one partition-cache rule
+from common import clear_source_stamp, partitions_current, source_stamp, write_source_stamp  # noqa: E402
+
 WORKER = HERE / "worker.py"
 SYSTEMS = ("graphstore", "dgl")
 SECTIONS = ("partition", "client", "epoch")
 GRAPH_NAME = "bench"
+PART_METHOD = "metis"
+DEFAULT_TRAIN_FRAC = 0.1  # graphstore generate's own default
 TIMEOUT_S = {"partition": 1800.0, "client": 1800.0, "epoch": 2400.0}
 
 
@@ -63,12 +75,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     parser.add_argument("--num-nodes", type=int, help="graph size (default 200,000; 20,000 with --quick)")
     parser.add_argument(
+        "--train-frac",
+        type=float,
+        default=DEFAULT_TRAIN_FRAC,
+        help="share of the nodes in the training set (graphstore generate --train-frac): the epoch's "
+        "length; 0.55 gives ~54 batches per trainer on 200k nodes (default %(default)s)",
+    )
+    parser.add_argument(
         "--sections", default=",".join(SECTIONS), help=f"comma-separated: {', '.join(SECTIONS)}"
     )
     parser.add_argument(
         "--workloads",
         help="comma-separated shell patterns of the figures' workloads to run, e.g. 'pull/mixed/*,"
         "graphsage_epoch' (default: all; a section none of whose workloads matches is skipped)",
+    )
+    parser.add_argument(
+        "--headline",
+        action="store_true",
+        help="the README's figures only (make bench-dgl-publish): " + ", ".join(HEADLINE),
     )
     parser.add_argument(
         "--dgl-python",
@@ -80,13 +104,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     quiet = parser.add_argument_group("quiet machine (bench/dgl/quiet.py says why these defaults)")
     quiet.add_argument(
+        "--gate",
+        choices=GATES,
+        default="cpu",
+        help="before each turn, wait until other processes used at most --max-other-share of the machine "
+        "over the last --gate-window-s (cpu), or until the 1-minute load average is under "
+        "--load-threshold (load); default %(default)s",
+    )
+    quiet.add_argument(
+        "--gate-window-s", type=float, default=DEFAULT_GATE_WINDOW_S, help="the cpu gate's window"
+    )
+    quiet.add_argument(
         "--load-threshold",
         type=float,
         default=DEFAULT_LOAD_THRESHOLD,
-        help="before each turn, wait until the 1-minute load is under this (0: no wait)",
+        help="the load gate's 1-minute load average (0: no gate of either kind)",
     )
     quiet.add_argument(
-        "--load-wait-s", type=float, default=DEFAULT_LOAD_WAIT_S, help="the longest wait for the load gate"
+        "--load-wait-s", type=float, default=DEFAULT_LOAD_WAIT_S, help="the longest wait for the gate"
     )
     quiet.add_argument(
         "--max-other-share",
@@ -115,6 +150,14 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--max-other-share must be within [0, 1], got {args.max_other_share}")
     if args.background_threads < 0:
         parser.error(f"--background-threads must be >= 0, got {args.background_threads}")
+    if not 0.0 < args.train_frac < 0.9:
+        parser.error(f"--train-frac must be within (0, 0.9) (validation takes 0.1), got {args.train_frac}")
+    if args.gate_window_s <= 0:
+        parser.error(f"--gate-window-s must be > 0, got {args.gate_window_s}")
+    if args.load_threshold <= 0:
+        args.gate = "none"
+    if args.headline and args.workloads:
+        parser.error("--headline chooses the workloads itself: leave out --workloads")
     args.background_cpu_set = parse_cpu_list(args.background_cpus, "--background-cpus", parser)
     parse_cpu_list(args.cpu_list, "--cpu-list", parser)
     args.sections = [s.strip() for s in args.sections.split(",") if s.strip()]
@@ -122,6 +165,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     if unknown:
         parser.error(f"--sections: unknown {unknown}; choose from {list(SECTIONS)}")
     args.patterns = [p.strip() for p in args.workloads.split(",") if p.strip()] if args.workloads else None
+    if args.headline:
+        args.patterns = list(HEADLINE)
     args.sections = [
         section
         for section in args.sections
@@ -159,9 +204,18 @@ def log(message: str) -> None:
     print(f"[bench-dgl] {message}", file=sys.stderr, flush=True)
 
 
+def graph_file_name(num_nodes: int, seed: int, train_frac: float) -> str:
+    """The generated graph's file name: its size, seed and training share.
+
+    >>> graph_file_name(200_000, 0, 0.55)
+    'graph-200000-seed0-train0.55.npz'
+    """
+    return f"graph-{num_nodes}-seed{seed}-train{train_frac:g}.npz"
+
+
 def generate_graph(args) -> Path:
-    """The ``graphstore generate`` graph of this size at the work folder, made once."""
-    path = Path(args.workdir) / f"graph-{args.num_nodes}-seed{args.seed}.npz"
+    """The ``graphstore generate`` graph of this size and training share at the work folder, made once."""
+    path = Path(args.workdir) / graph_file_name(args.num_nodes, args.seed, args.train_frac)
     if not path.is_file():
         log(f"generating {path}")
         cli = str(Path(sys.executable).with_name("graphstore"))
@@ -179,6 +233,8 @@ def generate_graph(args) -> Path:
                 "16",
                 "--seed",
                 str(args.seed),
+                "--train-frac",
+                str(args.train_frac),
                 "--out",
                 str(path),
             ],
@@ -196,13 +252,19 @@ def part_config(system: str, args) -> Path:
     return Path(args.workdir) / "parts" / system / f"{GRAPH_NAME}.json"
 
 
-def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
-    """One section of one system in one run; returns the worker's output (``results`` and ``versions``).
+def run_section(section: str, system: str, label: str, graph: Path, args) -> dict:
+    """One section of one system; returns the worker's output (``results`` and ``versions``).
+
+    A partition section stamps the partitions it made (``bench/common.py``'s ``source_stamp``) once its
+    partitioner succeeded, and removes the stamp before it starts.
+
+    Args:
+        label: the logs' folder under ``<workdir>/logs`` (``run1``, ``prepare``).
 
     Raises:
         RuntimeError: the worker failed (the tail of its log in the message).
     """
-    folder = Path(args.workdir) / "logs" / f"run{run}" / f"{section}-{system}"
+    folder = Path(args.workdir) / "logs" / label / f"{section}-{system}"
     folder.mkdir(parents=True, exist_ok=True)
     out = folder / "result.json"
     out.unlink(missing_ok=True)
@@ -239,6 +301,8 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
         command = ["taskset", "-c", args.cpu_list, *command]
     shm_before = dgl_shared_memory_files(GRAPH_NAME)
     log_path = folder / "output.log"
+    if section == "partition":
+        clear_source_stamp(config.parent)
     try:
         outcome = run_measured(command, env=None, log_path=log_path, timeout_s=TIMEOUT_S[section])
     finally:
@@ -248,6 +312,7 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
         raise RuntimeError(f"{section} of {system} exited {outcome['returncode']}; {log_path}:\n{tail}")
     if section != "partition":
         return json.loads(out.read_text())
+    write_source_stamp(config.parent, partition_stamp(graph))
     if system == "graphstore":
         stats = json.loads(log_path.read_text().strip().splitlines()[-1])
         seconds, versions = stats["total_seconds"], {}
@@ -262,22 +327,58 @@ def run_section(section: str, system: str, run: int, graph: Path, args) -> dict:
     return {"system": system, "versions": versions, "results": {"partition": figures}}
 
 
+def partition_stamp(graph: Path) -> dict:
+    """The stamp of either system's partitions of ``graph`` (each system's are in a folder of its own)."""
+    return source_stamp(graph, GRAPH_NAME, NUM_PARTS, part_method=PART_METHOD)
+
+
+def ensure_partitions(graph: Path, args) -> None:
+    """Each system's partitions of ``graph``, made now (untimed, with the partition section's commands)
+    where they are missing or stamped with another graph file; for runs without the partition section.
+
+    Raises:
+        RuntimeError: a partitioner failed (its log's tail in the message).
+    """
+    stamp = partition_stamp(graph)
+    for system in SYSTEMS:
+        if partitions_current(part_config(system, args).parent, stamp):
+            continue
+        log(f"partitioning {graph.name} for {system} (untimed: the partition section is not run)")
+        start = time.perf_counter()
+        run_section("partition", system, "prepare", graph, args)
+        log(f"  {time.perf_counter() - start:.1f} s")
+
+
+def gate(args) -> dict:
+    """The gate before a turn (``--gate``); returns its reading."""
+    if args.gate == "cpu":
+        reading = wait_for_quiet(args.max_other_share, args.gate_window_s, args.load_wait_s)
+        if not reading["gate_passed"]:
+            share = reading["other_share"]
+            log(f"  other processes used {share or 0:.1%} of the machine after {reading['waited_s']:.0f} s")
+        return reading
+    if args.gate == "load":
+        reading = wait_for_load(args.load_threshold, args.load_wait_s)
+        if not reading["gate_passed"]:
+            log(f"  load {reading['load_1m']:.2f} still >= threshold after {reading['waited_s']:.0f} s")
+        return {"kind": "load", **reading}
+    return {"kind": "none", "waited_s": 0.0, "gate_passed": True}
+
+
 def measured_turn(section: str, system: str, run: int, graph: Path, args) -> dict:
-    """One turn behind the load gate, under the CPU accounting (and the background load, if asked).
+    """One turn behind the gate, under the CPU accounting (and the background load, if asked).
 
     Returns:
         ``run_section``'s output with ``quiet``: the gate's reading and the turn's ``TurnAccount``.
     """
-    gate = wait_for_load(args.load_threshold, args.load_wait_s)
-    if not gate["gate_passed"]:
-        log(f"  load {gate['load_1m']:.2f} still >= {args.load_threshold} after {gate['waited_s']:.0f} s")
+    reading = gate(args)
     with BackgroundLoad(args.background_threads, args.background_cpu_set) as background:
         with TurnMeter(args.max_other_share, background_pids=background.pids) as meter:
-            output = run_section(section, system, run, graph, args)
+            output = run_section(section, system, f"run{run}", graph, args)
     account = meter.account.to_json()
     if not account["valid"]:
         log(f"  invalid: other processes used {account['other_share']:.1%} of the machine")
-    return {**output, "quiet": {"gate": gate, "account": account}}
+    return {**output, "quiet": {"gate": reading, "account": account}}
 
 
 def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
@@ -302,7 +403,9 @@ def run_all(args, graph: Path, after_each_run) -> tuple[dict, list[dict]]:
                     outputs[system] = None
                     errors.append({"run": run, "section": section, "system": system, "error": str(exc)})
                     log(f"  failed: {str(exc).splitlines()[0]}")
-                log(f"  {time.perf_counter() - start:.1f} s")
+                elapsed = time.perf_counter() - start
+                waited = ((outputs[system] or {}).get("quiet") or {}).get("gate", {}).get("waited_s", 0.0)
+                log(f"  {elapsed:.1f} s (gate {waited:.1f} s, turn {elapsed - waited:.1f} s)")
             runs[section].append(outputs)
         after_each_run(runs, errors)
     return runs, errors
@@ -340,11 +443,15 @@ def write_report(args, path: Path, runs: dict, errors: list, started: str, load_
             "feat_dim": 100,
             "num_classes": 16,
             "seed": args.seed,
-            "partitions": 2,
-            "part_method": "metis",
+            "train_frac": args.train_frac,
+            "graph": graph_file_name(args.num_nodes, args.seed, args.train_frac),
+            "partitions": NUM_PARTS,
+            "part_method": PART_METHOD,
             "sections": args.sections,
             "workloads": args.patterns,
             "placement": f"taskset -c {args.cpu_list}" if args.cpu_list else "unpinned",
+            "gate": args.gate,
+            "gate_window_s": args.gate_window_s,
             "load_threshold": args.load_threshold,
             "load_wait_s": args.load_wait_s,
             "max_other_share": args.max_other_share,
@@ -371,11 +478,15 @@ def main(argv=None) -> int:
     args = parse_args(argv)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     graph = generate_graph(args)
+    if "partition" not in args.sections:
+        ensure_partitions(graph, args)
     results_dir = Path(args.results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
+    partial = (args.patterns or len(args.sections) < len(SECTIONS)) and not args.headline
     suffix = (
         ("-quick" if args.quick else "")
-        + ("-partial" if args.patterns or len(args.sections) < len(SECTIONS) else "")
+        + ("-headline" if args.headline else "")
+        + ("-partial" if partial else "")
         + (f"-contended{args.background_threads}" if args.background_threads else "")
     )
     path = results_dir / f"{time.strftime('%Y-%m-%d')}-{socket.gethostname()}{suffix}.json"

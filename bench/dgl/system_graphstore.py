@@ -26,6 +26,7 @@ from graphstore.client import (
     GraphSAGE,
     NeighborSampler,
     SparseAdagrad,
+    call_counts,
     exit_client,
     initialize,
     node_split,
@@ -107,6 +108,13 @@ class GraphstoreSystem:
 
     def sparse_adagrad(self, embedding, lr: float):
         return SparseAdagrad([embedding], lr=lr)
+
+    def wire_counts(self) -> dict:
+        """Calls and bytes per method sent to the servers so far (``graphstore.client.call_counts``)."""
+        return {
+            method: {"calls": c.calls, "request_bytes": c.request_bytes, "answer_bytes": c.answer_bytes}
+            for method, c in call_counts().items()
+        }
 
     def close(self) -> None:
         exit_client()

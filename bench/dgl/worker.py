@@ -74,7 +74,7 @@ def run_client(module, args) -> dict:
                 row_bytes = int(system.feat.shape[1]) * system.feat.dtype.itemsize
             finally:
                 system.close()
-        return {**results, **remote_pull_ceilings(results, row_bytes, repeats, log_dir)}
+        return {**results, **call_ceilings(results, row_bytes, repeats, log_dir)}
     with (
         Children() as children,
         module.cluster(args.part_config, args.graph_name, log_dir, 2, children, peer=True) as (
@@ -90,17 +90,44 @@ def run_client(module, args) -> dict:
             system.close()
 
 
-def remote_pull_ceilings(results: dict, row_bytes: int, repeats, log_dir: Path) -> dict:
-    """The bare-gRPC ceiling (``grpc_ceiling.py``) of every remote pull measured, same sizes and threads."""
-    from grpc_ceiling import ceilings
-    from workloads import pull_calls
+def call_ceilings(results: dict, row_bytes: int, repeats, log_dir: Path) -> dict:
+    """The bare-gRPC ceilings (``grpc_ceiling.py``) of the small calls measured in this turn.
 
-    shapes = []
+    Every remote pull (``ceiling/<rows>/<threads>t``: its sizes, threads and call count; figure
+    ``rows_per_s``) and the 1-hop sample (``ceiling/sample/1hop``: the mean request and answer bytes of
+    its remote ``SampleNeighbors`` calls, one thread, as many calls as it timed; figure ``seeds_per_s``
+    of the median call, times the remote calls per sample).
+    """
+    from grpc_ceiling import CeilingCall, ceilings, one_hop_call_sizes, pull_ceiling_call
+    from workloads import ONE_HOP_SEEDS, pull_calls
+
+    calls = []
     for key in results:
         if key.startswith("pull/remote/"):
             rows, threads = int(key.split("/")[2]), int(key.split("/")[3].rstrip("t"))
-            shapes.append((rows, threads, pull_calls(rows, threads, repeats)))
-    return ceilings(shapes, row_bytes, log_dir, warmup=repeats.warmup) if shapes else {}
+            calls.append(pull_ceiling_call(rows, threads, pull_calls(rows, threads, repeats), row_bytes))
+    one_hop = results.get("sample/1hop", {})
+    sizes = one_hop_call_sizes(one_hop["wire"], one_hop["samples"]) if "wire" in one_hop else None
+    if sizes:
+        calls.append(
+            CeilingCall(
+                "ceiling/sample/1hop", sizes["request_bytes"], sizes["answer_bytes"], 1, one_hop["samples"]
+            )
+        )
+    if not calls:
+        return {}
+    measured = ceilings(calls, log_dir, warmup=repeats.warmup)
+    for key, entry in measured.items():
+        if key == "ceiling/sample/1hop":
+            sample_ms = entry["call_ms"] * sizes["calls_per_sample"]
+            entry.update(
+                seeds_per_s=ONE_HOP_SEEDS / (sample_ms / 1e3),
+                median_ms=sample_ms,
+                calls_per_sample=sizes["calls_per_sample"],
+            )
+        else:
+            entry["rows_per_s"] = entry["calls_per_s"] * int(key.split("/")[1])
+    return measured
 
 
 def run_epoch(module, args) -> dict:
@@ -153,7 +180,14 @@ def run_epoch(module, args) -> dict:
     ranks = [json.loads(path.read_text()) for path in sorted(log_dir.glob("rank*.json"))]
     if len(ranks) != 2:
         raise RuntimeError(f"expected 2 trainer results in {log_dir}, found {len(ranks)}")
-    return {"graphsage_epoch": {**ranks[0], "epoch_s": max(rank["epoch_s"] for rank in ranks)}}
+    return {
+        "graphsage_epoch": {
+            **ranks[0],
+            "epoch_s": max(rank["epoch_s"] for rank in ranks),
+            "trainer_batches": [rank["batches"] for rank in ranks],
+            "trainer_train_nodes": [rank["train_nodes"] for rank in ranks],
+        }
+    }
 
 
 def run_trainer(module, args) -> None:

@@ -11,7 +11,10 @@ same small interface over graphstore's client or DGL's ``dgl.distributed`` clien
   returns ``(input_nodes, output_nodes, blocks)``;
 - ``embedding(num_rows, dim, name)`` and ``sparse_adagrad(embedding, lr)``;
 - ``thread_safe``: False when concurrent calls from several threads are not supported (the
-  multi-thread pulls then serialize the calls with a lock, as an application would have to).
+  multi-thread pulls then serialize the calls with a lock, as an application would have to);
+- optionally ``wire_counts()``: ``{method: {"calls", "request_bytes", "answer_bytes"}}`` sent to the
+  servers so far (graphstore's ``call_counts()``); where it exists, the 1-hop workload records what
+  its timed calls sent and received (``wire``), which sizes the 1-hop gRPC ceiling.
 
 Every random choice comes from a seed and is drawn in the *original* ID space (or as positions
 inside a partition), so both systems get the same work: the same original nodes, mapped through
@@ -38,6 +41,20 @@ ADAGRAD_ROWS = (1_000, 10_000)
 EMBEDDING_DIM = 64
 ONE_HOP_SEEDS, ONE_HOP_FANOUT = 1024, 10
 TWO_HOP_BATCH, TWO_HOP_FANOUTS = 1024, (25, 10)
+# The headline figures (``make bench-dgl-publish``, the README's table): the remote and mixed pulls of
+# 1k and 10k rows, the 1-hop sample, the 2-hop batch with features, SparseAdagrad on 1k rows, the
+# epoch and the partitioner.
+HEADLINE = (
+    "pull/remote/1000/*",
+    "pull/remote/10000/*",
+    "pull/mixed/1000/*",
+    "pull/mixed/10000/*",
+    "sample/1hop",
+    "sample/2hop+feat",
+    "adagrad/1000",
+    "graphsage_epoch",
+    "partition",
+)
 
 
 @dataclass
@@ -131,17 +148,40 @@ def one_hop(system, seed: int, repeats: Repeats) -> dict:
     ]
     for seeds in seed_sets[: repeats.warmup]:
         system.sample_one_hop(seeds, ONE_HOP_FANOUT)
+    wire_counts = getattr(system, "wire_counts", None)
+    before = wire_counts() if wire_counts else None
     times, edges = [], []
     for seeds in seed_sets[repeats.warmup :]:
         start = time.perf_counter()
         edges.append(system.sample_one_hop(seeds, ONE_HOP_FANOUT))
         times.append(time.perf_counter() - start)
     median = statistics.median(times)
-    return {
+    result = {
         "seeds_per_s": ONE_HOP_SEEDS / median,
         "median_ms": median * 1e3,
         "edges_per_call": float(np.mean(edges)),
+        "samples": len(times),
     }
+    if wire_counts:
+        result["wire"] = wire_difference(before, wire_counts())
+    return result
+
+
+def wire_difference(before: dict, after: dict) -> dict:
+    """What was sent between two ``wire_counts()`` snapshots, per method with at least one call.
+
+    >>> wire_difference({"Pull": {"calls": 1, "request_bytes": 8, "answer_bytes": 40}},
+    ...                 {"Pull": {"calls": 3, "request_bytes": 24, "answer_bytes": 120}})
+    {'Pull': {'calls': 2, 'request_bytes': 16, 'answer_bytes': 80}}
+    """
+    zero = {"calls": 0, "request_bytes": 0, "answer_bytes": 0}
+    difference = {}
+    for method, counts in after.items():
+        earlier = before.get(method, zero)
+        change = {field: counts[field] - earlier[field] for field in zero}
+        if change["calls"]:
+            difference[method] = change
+    return difference
 
 
 def two_hop(system, seed: int, repeats: Repeats, with_features: bool) -> dict:

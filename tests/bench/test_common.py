@@ -40,3 +40,27 @@ def test_partitions_are_reused_until_the_input_or_the_options_change(tmp_path):
     (out / common.SOURCE_STAMP).write_text("{not json")  # a damaged stamp: partitioned again
     common.ensure_partitions(graph, "g", 2, out, part_method="metis")
     assert json.loads((out / common.SOURCE_STAMP).read_text())["name"] == "g"
+
+
+def test_a_stamp_is_current_only_beside_its_partitions_and_for_its_input(tmp_path):
+    # The rule bench/dgl/side_by_side.py applies to the partitions its own partitioner commands make.
+    graph, out = tmp_path / "graph-200000-seed0-train0.55.npz", tmp_path / "parts" / "dgl"
+    _write_graph(graph, 0)
+    stamp = common.source_stamp(graph, "bench", 2, part_method="metis")
+    assert stamp["graph"] == str(graph.resolve()) and stamp["size"] == graph.stat().st_size
+    assert not common.partitions_current(out, stamp)  # nothing there yet
+    out.mkdir(parents=True)
+    (out / "bench.json").write_text("{}")
+    assert not common.partitions_current(out, stamp)  # partitions without a stamp: a run that died
+    common.write_source_stamp(out, stamp)
+    assert common.partitions_current(out, stamp)
+    other = tmp_path / "graph-200000-seed0-train0.1.npz"  # another training share: another file
+    _write_graph(other, 0)
+    assert not common.partitions_current(out, common.source_stamp(other, "bench", 2, part_method="metis"))
+    assert not common.partitions_current(out, {**stamp, "num_parts": 4})
+    common.clear_source_stamp(out)  # what a partitioner's start does
+    assert not common.partitions_current(out, stamp)
+    common.clear_source_stamp(out)  # nothing left to remove: no error
+    common.write_source_stamp(out, stamp)
+    (out / "bench.json").unlink()  # a stamp without its partitions
+    assert not common.partitions_current(out, stamp)
