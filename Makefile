@@ -42,8 +42,12 @@ $(STAMP): pyproject.toml deploy/system-packages.sh
 	$(PIP) install -q -e ".[dev,test,pyg,mpi]"
 	touch $(STAMP)
 
+# The suite on TEST_WORKERS processes (pytest-xdist; work stealing keeps both cores busy to the end).
+# Every test binds free ports and writes under its own tmp_path, so they run side by side;
+# TEST_WORKERS=0 runs them one after another in this process.
+TEST_WORKERS ?= 2
 test: install proto-check
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal tests
 
 # docker-compose.yml under a real Docker engine with compose v2 (not part of `make test`: CI has no
 # daemon; it skips when none answers or the base image is missing). Builds the image once, runs the

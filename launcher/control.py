@@ -13,6 +13,7 @@ need it when the servers have one.
 
 from __future__ import annotations
 
+import dataclasses
 import http.client
 import math
 import socket
@@ -60,6 +61,10 @@ def probe_health(address: str, timeout_s: float = 2.0, security: ChannelSecurity
         return "SERVICE_UNKNOWN" if exc.code == "NOT_FOUND" else UNREACHABLE
     finally:
         channel.close()
+
+
+# The fields of graphstore.types.ServerStats a ServerReport carries.
+_STATS_FIELDS = ("part_id", "uptime_s", "rss_bytes", "rss_anon_bytes", "tensors", "counters", "read_replica")
 
 
 @dataclass(frozen=True)
@@ -124,30 +129,14 @@ def fetch_report(
             metrics = summarize_metrics(fetch_metrics_text(host, metrics_port, timeout_s, security))
         except (OSError, ValueError, http.client.HTTPException) as exc:
             metrics_error = f"metrics at port {metrics_port}: {exc}"
+    report = ServerReport(address=address, health=health, metrics=metrics, metrics_error=metrics_error)
     try:
         with RemotePartition(address, policy=_one_attempt(timeout_s), security=security) as remote:
             stats = remote.stats()
     except ServerError as exc:
-        return ServerReport(
-            address=address,
-            health=health,
-            error=f"{exc.code}: {exc.details}",
-            metrics=metrics,
-            metrics_error=metrics_error,
-        )
-    return ServerReport(
-        address=address,
-        health=health,
-        part_id=stats.part_id,
-        uptime_s=stats.uptime_s,
-        rss_bytes=stats.rss_bytes,
-        rss_anon_bytes=stats.rss_anon_bytes,
-        tensors=stats.tensors,
-        counters=dict(stats.counters),
-        read_replica=stats.read_replica,
-        metrics=metrics,
-        metrics_error=metrics_error,
-    )
+        return dataclasses.replace(report, error=f"{exc.code}: {exc.details}")
+    # The report's figures are the Stats answer's fields of the same names.
+    return dataclasses.replace(report, **{name: getattr(stats, name) for name in _STATS_FIELDS})
 
 
 class _HTTPSConnection(http.client.HTTPSConnection):

@@ -37,7 +37,6 @@ from graphstore.client.transport.remote import RemotePartition
 from graphstore.client.transport.sample_requests import SampleSpec
 from graphstore.errors import ServerUnavailableError
 from graphstore.protos.edges_wire import CarriedRows
-from graphstore.rpc import RpcPolicy
 from graphstore.types import InitSpec, OptimizerConfig, PartitionMetadata, ServerStats, TensorScheme
 
 T = TypeVar("T")
@@ -100,6 +99,10 @@ class ReplicatedPartition:
         if len(readers) != len(roles) or not readers:
             raise ValueError(f"readers ({len(readers)}) and roles ({len(roles)}) must match and not be empty")
         self._owner = owner
+        # The owner's address (the one errors and logs name), call policy and longest call.
+        self.address = owner.address
+        self.policy = owner.policy
+        self.max_call_time_s = owner.max_call_time_s
         self._replicas = [Replica(r.address, role, r) for r, role in zip(readers, roles, strict=True)]
         self._replica_tensors = frozenset(replica_tensors)
         self._probe_interval_s = probe_interval_s
@@ -123,21 +126,6 @@ class ReplicatedPartition:
     def owner(self) -> RemotePartition:
         """The owner's retrying RemotePartition."""
         return self._owner
-
-    @property
-    def address(self) -> str:
-        """The owner's ``host:port`` (the address errors and logs name)."""
-        return self._owner.address
-
-    @property
-    def policy(self) -> RpcPolicy:
-        """The owner's call policy."""
-        return self._owner.policy
-
-    @property
-    def max_call_time_s(self) -> float:
-        """The longest a call to the owner waits, retries included."""
-        return self._owner.max_call_time_s
 
     def close(self) -> None:
         """Stop the probe and close every channel (calls after this fail)."""

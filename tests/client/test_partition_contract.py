@@ -50,5 +50,10 @@ def test_the_replicated_transport_offers_what_the_client_calls_on_a_remote_one()
         assert _parameters(vars(ReplicatedPartition)[name]) == _parameters(_defined(RemotePartition, name)), (
             name
         )
-    for name in ("address", "policy", "max_call_time_s", "part_id"):
-        assert isinstance(vars(ReplicatedPartition)[name], property), name
+    owner = RemotePartition("127.0.0.1:1", part_id=0)  # no call is made: nothing needs to answer
+    replicated = ReplicatedPartition(owner, [owner], ["owner"], set())
+    try:
+        for name in ("address", "policy", "max_call_time_s", "part_id"):
+            assert getattr(replicated, name) == getattr(owner, name), name
+    finally:
+        replicated.close()

@@ -165,9 +165,11 @@ def _digest(folder: Path) -> str:
     return h.hexdigest()
 
 
-@pytest.mark.parametrize("kind", ["plain", "typed"])
-@pytest.mark.parametrize("ranks", [2, 3])
-@pytest.mark.parametrize("method", ["metis", "random"])
+# Every pair of (method, ranks, graph kind) values once: 4 runs of mpirun instead of the 8 of the full grid.
+@pytest.mark.parametrize(
+    "method, ranks, kind",
+    [("metis", 2, "plain"), ("metis", 3, "typed"), ("random", 2, "typed"), ("random", 3, "plain")],
+)
 def test_parallel_partitions_are_valid_and_their_union_is_the_input(tmp_path, kind, ranks, method):
     graph, _ = _graph(kind)
     write_chunks(graph, str(tmp_path / "chunks"), 4, "g")
