@@ -39,6 +39,7 @@ from graphstore.client.transport.sample_requests import (
     EDGE_ANSWER_BYTES,
     SampleSpec,
 )
+from graphstore.client.transport.write_batch import PreparedWrite
 from graphstore.client.transport.write_requests import (
     init_request,
     push_grad_request,
@@ -58,26 +59,6 @@ from graphstore.types import (
     ServerStats,
     TensorScheme,
 )
-
-
-class PreparedWrite:
-    """The requests of one write, their request IDs fixed: calling it sends them all (again, with the same
-    IDs, when called again) and gives the tensor's newest version; :meth:`start` sends a one-request write
-    without waiting (over a free call stream), for writes to several servers at once."""
-
-    def __init__(self, channel: ServerChannel, requests: list[tuple[str, Any]]) -> None:
-        self._channel = channel
-        self._requests = requests
-
-    def __call__(self) -> int:
-        return max(r.version for r in run_chunks(self._channel, self._requests))
-
-    def start(self) -> Callable[[], int]:
-        """Send now; returns the function that waits for the version (a larger write is sent then)."""
-        if len(self._requests) > 1:
-            return self
-        answer = self._channel.start_call(*self._requests[0])
-        return lambda: answer().version
 
 
 class RemotePartition(RemoteAdminCalls):

@@ -6,6 +6,9 @@ An optimizer step is one: one gradient push per (embedding, server). When some s
 part and another did not answer, :meth:`WriteBatch.run` raises
 :class:`~graphstore.errors.IncompleteWriteError` naming the servers that did not apply, and its
 ``retry()`` sends their parts again with the same request IDs, completing the step.
+
+One server's part is a :class:`PreparedWrite`: its requests built once, so every send carries the same
+request IDs.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from graphstore.client.transport.channel import ServerChannel
+from graphstore.client.transport.chunking import run_chunks
 from graphstore.errors import IncompleteWriteError, ServerUnavailableError
 
 
@@ -78,3 +83,23 @@ def _outcome(send: Callable[[], Any]) -> tuple[bool, Any]:
         return True, send()
     except Exception as exc:  # noqa: BLE001 - sorted by the caller
         return False, exc
+
+
+class PreparedWrite:
+    """The requests of one write, their request IDs fixed: calling it sends them all (again, with the same
+    IDs, when called again) and gives the tensor's newest version; :meth:`start` sends a one-request write
+    without waiting (over a free call stream), for writes to several servers at once."""
+
+    def __init__(self, channel: ServerChannel, requests: list[tuple[str, Any]]) -> None:
+        self._channel = channel
+        self._requests = requests
+
+    def __call__(self) -> int:
+        return max(r.version for r in run_chunks(self._channel, self._requests))
+
+    def start(self) -> Callable[[], int]:
+        """Send now; returns the function that waits for the version (a larger write is sent then)."""
+        if len(self._requests) > 1:
+            return self
+        answer = self._channel.start_call(*self._requests[0])
+        return lambda: answer().version
