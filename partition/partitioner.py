@@ -137,6 +137,7 @@ def partition_graph(
     overwrite: bool = False,
     ndata_map: dict[str, str] | None = None,
     edata_map: dict[str, str] | None = None,
+    write_over: bool = False,
 ) -> PartitionResult:
     """Partition a graph and write the partition files (``out_path/graph_name.json`` + ``partK/``).
 
@@ -147,7 +148,8 @@ def partition_graph(
         graph_name: the graph's name (also the config file's name); letters, digits, ``-_.``.
         num_parts: number of partitions, ``1 <= num_parts <= num_nodes``.
         out_path: output folder; created; it must be absent or empty unless ``overwrite``.
-        num_hops: accepted for DGL compatibility; only 1 (a partition holds every in-edge of its nodes).
+        num_hops: accepted for DGL compatibility; only 1 (a partition holds every in-edge of its nodes):
+            a larger integer raises NotImplementedError, anything else ValueError.
         part_method: ``'metis'`` or ``'random'``.
         balance_ntypes: spread these node categories evenly: an int/bool [N] array, the name of a node
             array (e.g. ``'train_mask'``), or a list of boolean mask names (METIS only).
@@ -158,14 +160,18 @@ def partition_graph(
         overwrite: replace an existing, non-empty output folder.
         ndata_map, edata_map: rename node / edge arrays on the way in, ``{old: new}`` (see
             :func:`~graphstore.partition.input_adapters.rename_arrays`).
+        write_over: write into an existing, non-empty output folder, replacing only the entries
+            written (``NAME.json`` and the ``partK`` folders) and keeping the others (DGL's way);
+            ``overwrite`` replaces the whole folder instead.
 
     Returns:
         A :class:`PartitionResult` with the config path, statistics and the new->original ID maps.
 
     Raises:
         FileNotFoundError: ``graph`` names a missing file.
-        FileExistsError: ``out_path`` exists and is not empty, without ``overwrite``.
+        FileExistsError: ``out_path`` exists and is not empty, without ``overwrite`` or ``write_over``.
         ValueError: any invalid argument or graph (the message names it).
+        NotImplementedError: ``num_hops`` > 1.
     """
     start_time = time.perf_counter()
     if (
@@ -176,10 +182,7 @@ def partition_graph(
         raise ValueError(
             f"graph_name must be a non-empty string of letters, digits, '-', '_', '.', got {graph_name!r}"
         )
-    if num_hops != 1:
-        raise ValueError(
-            f"num_hops={num_hops} is not supported; partitions hold the in-edges of their nodes (1 hop)"
-        )
+    check_num_hops(num_hops)
     check_method(part_method)
     if feat_dtype is not None and feat_dtype not in HALF_FLOAT_DTYPES + ("float32",):
         raise ValueError(
@@ -187,7 +190,7 @@ def partition_graph(
         )
     if part_method == "random" and (balance_ntypes is not None or balance_edges):
         logger.info("balance_ntypes / balance_edges apply to METIS only; random assignment is already even")
-    check_output_folder(out_path, overwrite)
+    check_output_folder(out_path, overwrite or write_over)
 
     meter = PhaseMeter()
     if isinstance(graph, (str, os.PathLike)):
@@ -235,6 +238,7 @@ def partition_graph(
             num_ntypes=len(graph.schema.ntypes),
             edge_type=graph.edge_type_of() if typed_edges else None,
             num_etypes=len(graph.schema.canonical_etypes),
+            keep_edge_ids=num_parts == 1,
         )
         del part
 
@@ -242,7 +246,7 @@ def partition_graph(
         "stats": {"edge_cut": edge_cut, "train_nodes": train_counts, "seed": seed},
         "balance": {"ntypes": _describe_balance(balance_ntypes), "edges": bool(balance_edges)},
     }
-    with staged_output_folder(out_path) as tmp_dir:
+    with staged_output_folder(out_path, write_over=write_over and not overwrite) as tmp_dir:
         with meter.phase("write"):
             config = write_partitions(
                 graph, graph_name, num_parts, part_method, labels, dtype_names, tmp_dir, extra
@@ -280,6 +284,18 @@ def partition_graph(
         orig_eid=orig_eid,
         **mappings,
     )
+
+
+def check_num_hops(num_hops) -> None:
+    """Raises NotImplementedError for an integer ``num_hops`` > 1 (DGL's deeper halo, not built here)
+    and ValueError for a value that is not a positive integer."""
+    if isinstance(num_hops, bool) or not isinstance(num_hops, (int, np.integer)) or num_hops < 1:
+        raise ValueError(f"num_hops must be a positive integer, got {num_hops!r}")
+    if num_hops > 1:
+        raise NotImplementedError(
+            f"num_hops={num_hops} is not supported: a partition holds the in-edges of its nodes "
+            "(num_hops=1); sampling reads deeper hops from the other partitions"
+        )
 
 
 def _per_type_mappings(

@@ -96,7 +96,7 @@ def _save(path: str, array: np.ndarray) -> None:
 
 
 def check_output_folder(out_path: str, overwrite: bool) -> None:
-    """Check that ``out_path`` can receive partition output.
+    """Check that ``out_path`` can receive partition output (``overwrite``: also a non-empty folder).
 
     Raises:
         FileExistsError: it is a file, or a non-empty folder and not ``overwrite``.
@@ -111,9 +111,14 @@ def check_output_folder(out_path: str, overwrite: bool) -> None:
 
 
 @contextmanager
-def staged_output_folder(out_path: str) -> Iterator[str]:
+def staged_output_folder(out_path: str, write_over: bool = False) -> Iterator[str]:
     """A temporary folder beside ``out_path`` to write into; it replaces ``out_path`` when the block
     completes and is removed when the block raises, so a failure leaves no half-written output.
+
+    Args:
+        out_path: the output folder.
+        write_over: replace only the entries written (``NAME.json``, ``partK/``) in an existing
+            ``out_path`` and keep its other files (DGL's way), instead of replacing the whole folder.
 
     Yields:
         The temporary folder's path.
@@ -124,7 +129,10 @@ def staged_output_folder(out_path: str) -> Iterator[str]:
     os.chmod(tmp_dir, 0o755)  # mkdtemp's 0700 would hide the partitions from servers run as other users
     try:
         yield tmp_dir
-        _replace_folder(tmp_dir, out_path)
+        if write_over and os.path.isdir(out_path):
+            _replace_entries(tmp_dir, out_path)
+        else:
+            _replace_folder(tmp_dir, out_path)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -143,6 +151,21 @@ def _replace_folder(tmp_dir: str, out_path: str) -> None:
         if os.path.isdir(out_path):
             os.rmdir(out_path)
         os.rename(tmp_dir, out_path)
+
+
+def _replace_entries(tmp_dir: str, out_path: str) -> None:
+    """Move every entry of the finished ``tmp_dir`` into ``out_path``, replacing the same-named ones;
+    the other entries of ``out_path`` stay."""
+    trash = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out_path))}.old-", dir=out_path)
+    try:
+        for name in sorted(os.listdir(tmp_dir)):
+            target = os.path.join(out_path, name)
+            if os.path.lexists(target):
+                os.rename(target, os.path.join(trash, name))
+            os.rename(os.path.join(tmp_dir, name), target)
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
+    os.rmdir(tmp_dir)
 
 
 def write_partitions(
@@ -192,6 +215,8 @@ def write_partitions(
         )
         _save(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
         _save(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
+        if labels.position_eid is not None:
+            _save(os.path.join(part_dir, "in_eid.npy"), labels.position_eid[es:ee] - es)
         out_eid = labels.out_eid[labels.out_bounds[k] : labels.out_bounds[k + 1]]
         out_types = labels.edge_type[out_eid] if num_etypes > 1 else labels.edge_type[: len(out_eid)]
         out_pieces = csr_pieces(
@@ -203,7 +228,7 @@ def write_partitions(
         )
         _save(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
         _save(os.path.join(part_dir, "out_dst.npy"), labels.new_dst[out_eid])
-        _save(os.path.join(part_dir, "out_eid.npy"), out_eid)
+        _save(os.path.join(part_dir, "out_eid.npy"), labels.edge_ids_at(out_eid))
         node_types = np.repeat(np.arange(len(schema.ntypes)), ntype_counts)
         orig_nid = labels.orig_nid[ns:ne] - node_in_offsets[node_types]
         orig_eid = labels.orig_eid[es:ee]

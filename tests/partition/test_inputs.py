@@ -132,7 +132,7 @@ def test_bad_graph_arrays(tmp_path, change, match):
         ({"num_parts": 2.5}, "num_parts must be an integer"),
         ({"part_method": "spectral"}, "unknown part_method 'spectral'"),
         ({"feat_dtype": "int8"}, "feat_dtype must be one of"),
-        ({"num_hops": 2}, "num_hops=2"),
+        ({"num_hops": 0}, "num_hops must be a positive integer"),
         ({"graph_name": "a/b"}, "graph_name"),
         ({"balance_ntypes": "nope"}, "node array 'nope'"),
         ({"balance_ntypes": np.zeros(4, dtype=np.int64)}, r"balance_ntypes must have shape \[5\]"),
@@ -142,6 +142,12 @@ def test_bad_arguments(tmp_path, kwargs, match):
     args = {"graph_name": "g", "num_parts": 2, "out_path": str(tmp_path / "out"), **kwargs}
     with pytest.raises(ValueError, match=match):
         partition_graph(small_graph(), **args)
+    assert not (tmp_path / "out").exists()
+
+
+def test_deeper_halos_are_not_implemented(tmp_path):
+    with pytest.raises(NotImplementedError, match="num_hops=2"):
+        partition_graph(small_graph(), "g", 2, str(tmp_path / "out"), num_hops=2)
     assert not (tmp_path / "out").exists()
 
 

@@ -25,6 +25,10 @@ from graphstore.partition.trainer_ids import add_trainer_ids
 # METIS objective DGL names 'cut' (edge cut); graphstore's METIS minimizes the edge cut.
 _OBJTYPES = ("cut",)
 _GRAPH_FORMATS = ("coo", "csr", "csc")
+# DGL 2.4's partition_graph options of its GraphBolt conversion; DGL ignores them without GraphBolt.
+GRAPHBOLT_OPTIONS = ("store_eids", "store_inner_node", "store_inner_edge", "n_jobs")
+# graphstore's own options of partition_graph.
+NATIVE_OPTIONS = ("feat_dtype", "seed", "overwrite")
 
 
 def _check_graphbolt(use_graphbolt, function: str) -> None:
@@ -145,15 +149,21 @@ def partition_graph(
         graph_formats: None or a subset of ``'coo'``, ``'csr'``, ``'csc'``: graphstore always stores
             the in- and out-edge CSR.
         use_graphbolt: must be False.
-        kwargs: graphstore's own options (``feat_dtype``, ``seed``, ``overwrite``).
+        kwargs: DGL 2.4's GraphBolt options ``store_eids``, ``store_inner_node``, ``store_inner_edge``,
+            ``n_jobs``: accepted and ignored, as DGL ignores them without GraphBolt; graphstore's own
+            ``feat_dtype``, ``seed``, and ``overwrite``: None (default, DGL's way) writes into an
+            existing folder, replacing ``graph_name.json`` and the ``partK`` folders and keeping the
+            rest; False refuses a non-empty folder (graphstore's native default); True replaces the
+            whole folder.
 
     Returns:
         None, or with ``return_mapping`` ``(orig_nids, orig_eids)``: int64 tensors (new ID -> original
         ID) on a homogeneous graph, ``{type: tensor}`` of per-type IDs on a typed one.
 
     Raises:
-        NotImplementedError: an option value graphstore does not implement (the message names it).
-        TypeError: an unknown keyword argument.
+        NotImplementedError: an option value graphstore does not implement (the message names it),
+            e.g. ``num_hops`` > 1.
+        TypeError: an unknown keyword argument (DGL ignores one; a typo is refused here).
         ValueError, FileExistsError: as the native function.
     """
     _check_graphbolt(use_graphbolt, "partition_graph")
@@ -168,10 +178,11 @@ def partition_graph(
         unknown = [f for f in formats if f not in _GRAPH_FORMATS]
         if unknown:
             raise ValueError(f"partition_graph(graph_formats={graph_formats!r}): unknown formats {unknown}")
-    native_options = {"feat_dtype", "seed", "overwrite"}
-    unknown = sorted(set(kwargs) - native_options)
+    unknown = sorted(set(kwargs) - set(GRAPHBOLT_OPTIONS) - set(NATIVE_OPTIONS))
     if unknown:
         raise TypeError(f"partition_graph() got unexpected keyword arguments {unknown}")
+    native = {name: kwargs[name] for name in NATIVE_OPTIONS if name in kwargs}
+    overwrite = native.pop("overwrite", None)
     result = _native_partition_graph(
         g,
         graph_name,
@@ -181,7 +192,9 @@ def partition_graph(
         part_method=part_method,
         balance_ntypes=balance_ntypes,
         balance_edges=balance_edges,
-        **kwargs,
+        overwrite=bool(overwrite),
+        write_over=overwrite is None,
+        **native,
     )
     if int(num_trainers_per_machine) > 1:
         add_trainer_ids(result.config_path, int(num_trainers_per_machine))
