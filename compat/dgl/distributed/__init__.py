@@ -28,6 +28,7 @@ from graphstore.compat.dgl.distributed.graph_services import (
 )
 from graphstore.compat.dgl.distributed.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.distributed.partition import (
+    dgl_partition_to_graphbolt,
     load_partition,
     load_partition_book,
     load_partition_feats,
@@ -149,6 +150,7 @@ __all__ = [
     "RangePartitionBook",
     "SparseAdagrad",
     "SparseAdam",
+    "dgl_partition_to_graphbolt",
     "edge_split",
     "exit_client",
     "find_edges",

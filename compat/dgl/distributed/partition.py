@@ -3,10 +3,13 @@
 - :func:`partition_graph` takes an in-memory graph (a DGL graph or a PyG ``Data`` / ``HeteroData``, read
   by their interface; see :mod:`graphstore.partition.object_input`) or anything the native
   :func:`graphstore.partition.partition_graph` takes, with DGL's keyword arguments.
-- :func:`load_partition` returns DGL's 7-tuple, :func:`load_partition_book` DGL's 4-tuple,
-  :func:`load_partition_feats` the two feature dicts. Feature keys are ``"ntype/name"`` and
-  ``"src:etype:dst/name"``; the "graph" of the tuple is the partition's memory-mapped
-  :class:`graphstore.partition.PartitionData`.
+- :func:`load_partition` returns DGL's 7-tuple, :func:`load_partition_book` DGL's 4-tuple (also of a
+  partitioning DGL wrote), :func:`load_partition_feats` the two feature dicts. Feature keys are
+  ``"ntype/name"`` and ``"src:etype:dst/name"``; the "graph" of the tuple is the partition as DGL's
+  local graph (:func:`~graphstore.compat.dgl.distributed.partition_view.partition_graph_of`).
+- ``RESERVED_FIELD_DTYPE``, ``_get_inner_node_mask`` and ``_get_inner_edge_mask``: DGL's names for the
+  reserved fields of a partition's graph, which DGL's partition tests import.
+- :func:`dgl_partition_to_graphbolt`: DGL's GraphBolt conversion, not supported.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ import torch
 
 from graphstore import dtypes
 from graphstore.compat.dgl.distributed.partition_book import RangePartitionBook
+from graphstore.compat.dgl.distributed.partition_view import (
+    RESERVED_FIELD_DTYPE,
+    TYPE_KEY,
+    partition_graph_of,
+)
 from graphstore.partition import PartitionData, read_config
 from graphstore.partition import load_partition as _native_load_partition
 from graphstore.partition import load_partition_book as _native_load_book
@@ -96,21 +104,58 @@ def load_partition(part_config: str, part_id: int, load_feats: bool = True, use_
         use_graphbolt: must be False.
 
     Returns:
-        ``(graph, node_feats, edge_feats, gpb, graph_name, ntypes, etypes)``: the memory-mapped
-        :class:`~graphstore.partition.PartitionData`, the feature dicts, the partition book (``partid
-        == part_id``), the graph's name, the node types and the canonical edge types (lists, in ID order).
+        ``(graph, node_feats, edge_feats, gpb, graph_name, ntypes, etypes)``: the partition as DGL's
+        local graph (inner nodes, halo nodes, the partition's edges, with ``dgl.NID``, ``dgl.EID``,
+        ``inner_node``, ``inner_edge`` and on a typed graph ``dgl.NTYPE`` / ``dgl.ETYPE``), the feature
+        dicts, the partition book (``partid == part_id``), the graph's name, the node types and the
+        canonical edge types (lists, in ID order).
 
     Raises:
         NotImplementedError: ``use_graphbolt=True``.
         FileNotFoundError: a missing config or partition file. ValueError: ``part_id`` out of range.
-        graphstore.errors.ConfigError: an invalid config or a file that disagrees with it.
+        graphstore.errors.ConfigError: an invalid config, a file that disagrees with it, or a
+            partitioning DGL wrote (convert it with ``graphstore convert --from-dgl``).
     """
     _check_graphbolt(use_graphbolt, "load_partition")
     data = _native_load_partition(part_config, part_id)
     node_feats = _features(data, nodes=True) if load_feats else {}
     edge_feats = _features(data, nodes=False) if load_feats else {}
     book = RangePartitionBook.of(data.book)
-    return data, node_feats, edge_feats, book, data.graph_name, book.ntypes, book.canonical_etypes
+    graph = partition_graph_of(data)
+    return graph, node_feats, edge_feats, book, data.graph_name, book.ntypes, book.canonical_etypes
+
+
+def _get_inner_node_mask(graph, ntype_id):
+    """DGL's helper: the inner nodes of a partition's graph that have type ``ntype_id`` (bool tensor)."""
+    inner = graph.ndata["inner_node"] == 1
+    return inner & (graph.ndata[TYPE_KEY] == ntype_id) if TYPE_KEY in graph.ndata else inner
+
+
+def _get_inner_edge_mask(graph, etype_id):
+    """DGL's helper: the inner edges of a partition's graph that have type ``etype_id`` (bool tensor)."""
+    inner = graph.edata["inner_edge"] == 1
+    return inner & (graph.edata[TYPE_KEY] == etype_id) if TYPE_KEY in graph.edata else inner
+
+
+def dgl_partition_to_graphbolt(
+    part_config,
+    *,
+    store_eids=True,
+    store_inner_node=False,
+    store_inner_edge=False,
+    graph_formats=None,
+    n_jobs=1,
+):
+    """DGL's conversion of partitions to GraphBolt's sampling graphs: not supported.
+
+    Raises:
+        NotImplementedError: always (graphstore samples on its own structures; see
+            ``use_graphbolt`` in docs/compat.md).
+    """
+    raise NotImplementedError(
+        "dgl_partition_to_graphbolt is not supported: graphstore samples on its own partition structures "
+        "(use_graphbolt=False)"
+    )
 
 
 def partition_graph(
@@ -208,3 +253,13 @@ def partition_graph(
         tuple(key.split(":")): torch.from_numpy(ids.copy()) for key, ids in result.orig_eids_per_type.items()
     }
     return nids, eids
+
+
+__all__ = [
+    "RESERVED_FIELD_DTYPE",
+    "dgl_partition_to_graphbolt",
+    "load_partition",
+    "load_partition_book",
+    "load_partition_feats",
+    "partition_graph",
+]
