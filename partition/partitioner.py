@@ -138,6 +138,8 @@ def partition_graph(
     ndata_map: dict[str, str] | None = None,
     edata_map: dict[str, str] | None = None,
     write_over: bool = False,
+    assignment: np.ndarray | None = None,
+    keep_edge_ids: bool | None = None,
 ) -> PartitionResult:
     """Partition a graph and write the partition files (``out_path/graph_name.json`` + ``partK/``).
 
@@ -163,6 +165,10 @@ def partition_graph(
         write_over: write into an existing, non-empty output folder, replacing only the entries
             written (``NAME.json`` and the ``partK`` folders) and keeping the others (DGL's way);
             ``overwrite`` replaces the whole folder instead.
+        assignment: the partition of every node (int [N], the input's homogeneous IDs: a typed graph's
+            types one after another) instead of computing one with ``part_method`` (recorded as is).
+        keep_edge_ids: number each partition's edges of a type in the input's order rather than by
+            destination (default: with one partition, which then keeps every input edge ID, as DGL).
 
     Returns:
         A :class:`PartitionResult` with the config path, statistics and the new->original ID maps.
@@ -216,7 +222,9 @@ def partition_graph(
     }
 
     assign_start = time.perf_counter()
-    if part_method == "random" or num_parts == 1:
+    if assignment is not None:
+        part = _checked_assignment(assignment, graph.num_nodes, num_parts)
+    elif part_method == "random" or num_parts == 1:
         with meter.phase("random" if num_parts > 1 else "assign"):
             part = assign_partitions(graph, num_parts, part_method, balance_ntypes, balance_edges, seed)
     else:
@@ -238,7 +246,7 @@ def partition_graph(
             num_ntypes=len(graph.schema.ntypes),
             edge_type=graph.edge_type_of() if typed_edges else None,
             num_etypes=len(graph.schema.canonical_etypes),
-            keep_edge_ids=num_parts == 1,
+            keep_edge_ids=num_parts == 1 if keep_edge_ids is None else bool(keep_edge_ids),
         )
         del part
 
@@ -284,6 +292,22 @@ def partition_graph(
         orig_eid=orig_eid,
         **mappings,
     )
+
+
+def _checked_assignment(assignment, num_nodes: int, num_parts: int) -> np.ndarray:
+    """A given node -> partition assignment as an int64 array.
+
+    Raises:
+        ValueError: a wrong length or a partition outside ``[0, num_parts)``.
+    """
+    part = np.asarray(assignment)
+    if part.shape != (num_nodes,) or not np.issubdtype(part.dtype, np.integer):
+        raise ValueError(
+            f"assignment must be an integer array of shape [{num_nodes}], got {part.dtype}{part.shape}"
+        )
+    if part.size and (int(part.min()) < 0 or int(part.max()) >= num_parts):
+        raise ValueError(f"assignment holds partitions outside [0, {num_parts})")
+    return part.astype(np.int64, copy=False)
 
 
 def check_num_hops(num_hops) -> None:
