@@ -5,10 +5,14 @@ The file is graphstore's own (a ``torch.save`` of plain tensors, lists and strin
 ``weights_only=True``): DGL's binary ``.dgl`` format is DGL's. :func:`load_graphs` recognises a DGL file
 by its magic number and says how to read it (with DGL; ``graphstore convert --from-dgl`` turns a DGL
 partitioning into graphstore's format).
+
+A graphstore partitioning has no ``partK/graph.dgl``; ``load_graphs("OUT/partK/graph.dgl")`` on one
+returns partition K's local graph, what DGL's file would hold (as ``load_partition`` gives it).
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import torch
@@ -80,6 +84,30 @@ def _is_dgl_file(path: str) -> bool:
     return len(head) == 8 and int.from_bytes(head, "little") == DGL_GRAPH_MAGIC
 
 
+def _partition_graph_at(path: str):
+    """The local graph of the graphstore partition whose folder holds ``path`` (DGL's
+    ``partK/graph.dgl``), or None when ``path`` is not such a place."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.basename(path) != "graph.dgl" or not os.path.isfile(os.path.join(folder, "in_indptr.npy")):
+        return None
+    from graphstore.compat.dgl.distributed.partition import load_partition
+
+    base = os.path.dirname(folder)
+    for name in sorted(os.listdir(base)):
+        if not name.endswith(".json"):
+            continue
+        config = os.path.join(base, name)
+        try:
+            with open(config) as fh:
+                parts = json.load(fh).get("parts", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for part_id, part in enumerate(parts):
+            if isinstance(part, dict) and os.path.abspath(os.path.join(base, part.get("path", ""))) == folder:
+                return load_partition(config, part_id, load_feats=False)[0]
+    return None
+
+
 def load_graphs(filename, idx_list=None):
     """Load the graphs :func:`save_graphs` wrote.
 
@@ -97,6 +125,9 @@ def load_graphs(filename, idx_list=None):
     """
     path = os.fspath(filename)
     if not os.path.isfile(path):
+        partition = _partition_graph_at(path)
+        if partition is not None:
+            return [partition], {}
         raise FileNotFoundError(f"load_graphs: {path!r} not found")
     if _is_dgl_file(path):
         raise ValueError(

@@ -26,6 +26,7 @@ from graphstore.compat.dgl.distributed.graph_services import (
     sample_etype_neighbors,
     sample_neighbors,
 )
+from graphstore.compat.dgl.distributed.graphbolt_partition import DGL2GB_EID, GB_DST_ID
 from graphstore.compat.dgl.distributed.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.distributed.partition import (
     dgl_partition_to_graphbolt,
@@ -136,6 +137,8 @@ def edge_split(
 
 
 __all__ = [
+    "DGL2GB_EID",
+    "GB_DST_ID",
     "MAX_QUEUE_SIZE",
     "DistDataLoader",
     "DistEdgeDataLoader",

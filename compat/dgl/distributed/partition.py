@@ -9,14 +9,24 @@
   local graph (:func:`~graphstore.compat.dgl.distributed.partition_view.partition_graph_of`).
 - ``RESERVED_FIELD_DTYPE``, ``_get_inner_node_mask`` and ``_get_inner_edge_mask``: DGL's names for the
   reserved fields of a partition's graph, which DGL's partition tests import.
-- :func:`dgl_partition_to_graphbolt`: DGL's GraphBolt conversion, not supported.
+- GraphBolt: ``partition_graph(use_graphbolt=True)`` and :func:`dgl_partition_to_graphbolt` record DGL's
+  options; ``load_partition(..., use_graphbolt=True)`` gives GraphBolt's graph of a partition (see
+  :mod:`~graphstore.compat.dgl.distributed.graphbolt_partition`).
 """
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from graphstore import dtypes
+from graphstore.compat.dgl.distributed.graphbolt_partition import (
+    graphbolt_graph_of,
+    read_record,
+    record_graphbolt,
+    write_record,
+)
 from graphstore.compat.dgl.distributed.partition_book import RangePartitionBook
 from graphstore.compat.dgl.distributed.partition_view import (
     RESERVED_FIELD_DTYPE,
@@ -37,14 +47,6 @@ _GRAPH_FORMATS = ("coo", "csr", "csc")
 GRAPHBOLT_OPTIONS = ("store_eids", "store_inner_node", "store_inner_edge", "n_jobs")
 # graphstore's own options of partition_graph.
 NATIVE_OPTIONS = ("feat_dtype", "seed", "overwrite")
-
-
-def _check_graphbolt(use_graphbolt, function: str) -> None:
-    if use_graphbolt:
-        raise NotImplementedError(
-            f"{function}(use_graphbolt=True) is not supported: graphstore has its own sampling "
-            "structures (the default use_graphbolt=False works)"
-        )
 
 
 def load_partition_book(part_config: str, part_id: int):
@@ -101,27 +103,39 @@ def load_partition(part_config: str, part_id: int, load_feats: bool = True, use_
         part_config: the ``NAME.json`` of the partitioned graph.
         part_id: which partition.
         load_feats: also return the partition's features (else two empty dicts).
-        use_graphbolt: must be False.
+        use_graphbolt: give the graph as GraphBolt's
+            :class:`~graphstore.compat.dgl.graphbolt.FusedCSCSamplingGraph` (the partitioning must have
+            been made or converted for GraphBolt).
 
     Returns:
         ``(graph, node_feats, edge_feats, gpb, graph_name, ntypes, etypes)``: the partition as DGL's
         local graph (inner nodes, halo nodes, the partition's edges, with ``dgl.NID``, ``dgl.EID``,
-        ``inner_node``, ``inner_edge`` and on a typed graph ``dgl.NTYPE`` / ``dgl.ETYPE``), the feature
-        dicts, the partition book (``partid == part_id``), the graph's name, the node types and the
-        canonical edge types (lists, in ID order).
+        ``inner_node``, ``inner_edge`` and on a typed graph ``dgl.NTYPE`` / ``dgl.ETYPE``), or GraphBolt's
+        graph of it; the feature dicts, the partition book (``partid == part_id``), the graph's name, the
+        node types and the canonical edge types (lists, in ID order).
 
     Raises:
-        NotImplementedError: ``use_graphbolt=True``.
-        FileNotFoundError: a missing config or partition file. ValueError: ``part_id`` out of range.
+        FileNotFoundError: a missing config or partition file.
+        ValueError: ``part_id`` out of range; ``use_graphbolt`` on a partitioning not made for GraphBolt.
         graphstore.errors.ConfigError: an invalid config, a file that disagrees with it, or a
             partitioning DGL wrote (convert it with ``graphstore convert --from-dgl``).
     """
-    _check_graphbolt(use_graphbolt, "load_partition")
+    record = read_record(part_config) if os.path.isfile(part_config) else {}
+    if use_graphbolt and "graphbolt" not in record:
+        raise ValueError(
+            f"{part_config!r} was not made for GraphBolt: call dgl_partition_to_graphbolt on it or "
+            "partition with use_graphbolt=True"
+        )
     data = _native_load_partition(part_config, part_id)
     node_feats = _features(data, nodes=True) if load_feats else {}
     edge_feats = _features(data, nodes=False) if load_feats else {}
     book = RangePartitionBook.of(data.book)
     graph = partition_graph_of(data)
+    if record.get("graph_formats"):
+        graph = graph.formats(record["graph_formats"])
+    if use_graphbolt:
+        config = read_config(part_config)
+        graph = graphbolt_graph_of(graph, book, record["graphbolt"], config["num_nodes"], config["num_edges"])
     return graph, node_feats, edge_feats, book, data.graph_name, book.ntypes, book.canonical_etypes
 
 
@@ -146,16 +160,23 @@ def dgl_partition_to_graphbolt(
     graph_formats=None,
     n_jobs=1,
 ):
-    """DGL's conversion of partitions to GraphBolt's sampling graphs: not supported.
+    """Make a partitioning loadable as GraphBolt's graphs (DGL's conversion): records the options that
+    ``load_partition(..., use_graphbolt=True)`` builds each partition's graph with; the partition files
+    are unchanged (graphstore serves them either way).
+
+    Args:
+        part_config: the partitioning's ``NAME.json``.
+        store_eids, store_inner_node, store_inner_edge: keep ``dgl.EID``, ``inner_node``,
+            ``inner_edge`` as attributes (``DGL_DIST_DEBUG`` set now keeps every field, as DGL).
+        graph_formats: ``'coo'`` among them keeps the edge-ID map and destinations ``find_edges`` reads
+            (None: as the partitioning's own formats).
+        n_jobs: DGL's conversion processes; nothing is converted here.
 
     Raises:
-        NotImplementedError: always (graphstore samples on its own structures; see
-            ``use_graphbolt`` in docs/compat.md).
+        FileNotFoundError: a missing config. ValueError: an unknown layout.
     """
-    raise NotImplementedError(
-        "dgl_partition_to_graphbolt is not supported: graphstore samples on its own partition structures "
-        "(use_graphbolt=False)"
-    )
+    read_config(part_config)
+    record_graphbolt(part_config, store_eids, store_inner_node, store_inner_edge, graph_formats)
 
 
 def partition_graph(
@@ -191,11 +212,12 @@ def partition_graph(
             (``part_id * N + local trainer``: each partition's nodes cut into N contiguous runs) for
             ``node_split(..., node_trainer_ids=g.ndata['trainer_id'])``, as in DGL.
         objtype: ``'cut'`` (METIS minimizes the edge cut).
-        graph_formats: None or a subset of ``'coo'``, ``'csr'``, ``'csc'``: graphstore always stores
-            the in- and out-edge CSR.
-        use_graphbolt: must be False.
+        graph_formats: None or a subset of ``'coo'``, ``'csr'``, ``'csc'``: recorded as the layouts of
+            ``load_partition``'s graphs (``formats()``); graphstore always stores the in- and out-edge CSR.
+        use_graphbolt: also make the partitions loadable as GraphBolt's graphs (see
+            :func:`dgl_partition_to_graphbolt`, which takes the GraphBolt options of ``kwargs``).
         kwargs: DGL 2.4's GraphBolt options ``store_eids``, ``store_inner_node``, ``store_inner_edge``,
-            ``n_jobs``: accepted and ignored, as DGL ignores them without GraphBolt; graphstore's own
+            ``n_jobs``: used with ``use_graphbolt``, ignored without it (as DGL does); graphstore's own
             ``feat_dtype``, ``seed``, and ``overwrite``: None (default, DGL's way) writes into an
             existing folder, replacing ``graph_name.json`` and the ``partK`` folders and keeping the
             rest; False refuses a non-empty folder (graphstore's native default); True replaces the
@@ -211,13 +233,13 @@ def partition_graph(
         TypeError: an unknown keyword argument (DGL ignores one; a typo is refused here).
         ValueError, FileExistsError: as the native function.
     """
-    _check_graphbolt(use_graphbolt, "partition_graph")
     if int(num_trainers_per_machine) < 1:
         raise ValueError(
             f"partition_graph(num_trainers_per_machine={num_trainers_per_machine}): must be >= 1"
         )
     if objtype not in _OBJTYPES:
         raise NotImplementedError(f"partition_graph(objtype={objtype!r}): only 'cut' is supported")
+    formats = None
     if graph_formats is not None:
         formats = [graph_formats] if isinstance(graph_formats, str) else list(graph_formats)
         unknown = [f for f in formats if f not in _GRAPH_FORMATS]
@@ -226,7 +248,7 @@ def partition_graph(
     unknown = sorted(set(kwargs) - set(GRAPHBOLT_OPTIONS) - set(NATIVE_OPTIONS))
     if unknown:
         raise TypeError(f"partition_graph() got unexpected keyword arguments {unknown}")
-    native = {name: kwargs[name] for name in NATIVE_OPTIONS if name in kwargs}
+    native = {name: kwargs.pop(name) for name in NATIVE_OPTIONS if name in kwargs}
     overwrite = native.pop("overwrite", None)
     result = _native_partition_graph(
         g,
@@ -243,6 +265,11 @@ def partition_graph(
     )
     if int(num_trainers_per_machine) > 1:
         add_trainer_ids(result.config_path, int(num_trainers_per_machine))
+    write_record(result.config_path, graph_formats=formats)
+    if use_graphbolt:
+        options = {"store_eids": True, "store_inner_node": False, "store_inner_edge": False}
+        options.update({k: kwargs[k] for k in options if k in kwargs})
+        record_graphbolt(result.config_path, graph_formats=formats, **options)
     if not return_mapping:
         return None
     schema = schema_of(read_config(result.config_path))
