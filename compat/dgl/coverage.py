@@ -94,14 +94,15 @@ NOTES: dict[str, tuple[str, str]] = {
         "names inside DGL's key-value store; tensors here are named as given",
     ),
     "dgl.distributed.load_partition": (
-        "default only",
-        '`use_graphbolt=False`; the "graph" is the memory-mapped `PartitionData`',
+        "implemented",
+        "the graph is DGL's local graph of the partition; with `use_graphbolt=True` GraphBolt's graph of it "
+        "(data, no GraphBolt sampling)",
     ),
     "dgl.distributed.partition_graph": (
         "default only",
-        "`num_hops=1`, `objtype='cut'`, `use_graphbolt=False`; a non-empty `out_path` is refused (pass "
-        "`overwrite=True`); `num_trainers_per_machine=N` writes each node type's `trainer_id` (each "
-        "partition's nodes in N contiguous runs)",
+        "`num_hops=1` (2 raises NotImplementedError), `objtype='cut'`; writes over a non-empty `out_path` "
+        "as DGL (`overwrite=False` refuses); one partition keeps every ID; `num_trainers_per_machine=N` "
+        "writes `trainer_id` (each partition's nodes in N contiguous runs)",
     ),
     "dgl.distributed.sample_neighbors": (
         "default only",
@@ -198,9 +199,19 @@ NOTES: dict[str, tuple[str, str]] = {
         "built-ins and edge functions; user-defined reducers are not supported",
     ),
     # names the examples use beyond the signature list
-    "dgl.data": ("not planned", "datasets are DGL's; hand the graph (or PyG's) to `partition_graph`"),
-    "dgl.to_bidirected": ("not planned", "graph construction is DGL's; `partition_graph` takes its result"),
-    "dgl.heterograph": ("not planned", "graph construction is DGL's; `partition_graph` takes its result"),
+    "dgl.data": (
+        "not planned",
+        "the dataset names import and raise: graphstore downloads no datasets; build the graph with "
+        "`dgl.graph` / `dgl.heterograph` (or load it with DGL) and pass it to `partition_graph`",
+    ),
+    "dgl.to_bidirected": (
+        "implemented",
+        "an in-memory graph; each type's edges sorted by (source, destination)",
+    ),
+    "dgl.heterograph": (
+        "implemented",
+        "an in-memory graph (types sorted, as DGL) that `partition_graph` takes",
+    ),
 }
 
 
@@ -470,8 +481,11 @@ def example_rows(text: str) -> list[Row]:
             rows.append(Row(f"`{name[1:]}` on {', '.join(found) or 'graphs'}", status, note))
             continue
         try:
-            resolve(name)
-            status = planned if planned in ("default only", "implemented") else "implemented"
+            target = resolve(name)
+            if planned == "not planned" and _raises_not_implemented(target):
+                status = "not planned"  # present only to raise
+            else:
+                status = planned if planned in ("default only", "implemented") else "implemented"
         except (AttributeError, ImportError):
             status = "not planned" if planned == "not planned" else "missing"
         rows.append(Row(f"`{name}`", status, note))
