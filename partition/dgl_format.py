@@ -55,6 +55,25 @@ _DTYPES = {
 }
 
 
+def read_json_config(config_path: str) -> dict[str, Any]:
+    """A partition config's json object (graphstore's or DGL's), unchecked.
+
+    Raises:
+        FileNotFoundError: a missing file.
+        ConfigError: not valid json, or not an object.
+    """
+    if not os.path.isfile(config_path):
+        raise FileNotFoundError(f"partition config {config_path!r} not found")
+    try:
+        with open(config_path) as fh:
+            config = json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"partition config {config_path!r} is not valid json: {exc}") from None
+    if not isinstance(config, dict):
+        raise ConfigError(f"partition config {config_path!r} must hold a json object")
+    return config
+
+
 def is_dgl_config(config: dict[str, Any]) -> bool:
     """Whether a parsed partition config is DGL's (not graphstore's, which has ``format_version``)."""
     return "format_version" not in config and "node_map" in config and "num_parts" in config
@@ -98,14 +117,8 @@ def read_dgl_config(config_path: str) -> dict[str, Any]:
         ConfigError: not valid json, not DGL's config, or a missing field.
         TypeError: ``node_map`` / ``edge_map`` not in DGL 1.x / 2.x's range form.
     """
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"partition config {config_path!r} not found")
-    try:
-        with open(config_path) as fh:
-            raw = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"partition config {config_path!r} is not valid json: {exc}") from None
-    if not isinstance(raw, dict) or not is_dgl_config(raw):
+    raw = read_json_config(config_path)
+    if not is_dgl_config(raw):
         raise ConfigError(f"{config_path!r} is not a DGL partition config (node_map, num_parts, ...)")
     missing = [k for k in ("graph_name", "num_nodes", "num_edges", "edge_map") if k not in raw]
     if missing:

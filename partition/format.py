@@ -8,7 +8,6 @@ Every array is opened with ``mmap_mode='r'``, so loading a partition costs page-
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -17,7 +16,12 @@ import numpy as np
 from graphstore.dtypes import BY_NAME
 from graphstore.errors import ConfigError
 from graphstore.partition.book import RangePartitionBook
-from graphstore.partition.dgl_format import dgl_partition_book, is_dgl_config, read_dgl_config
+from graphstore.partition.dgl_format import (
+    dgl_partition_book,
+    is_dgl_config,
+    read_dgl_config,
+    read_json_config,
+)
 from graphstore.partition.types import READABLE_FORMAT_VERSIONS, FeatureScheme, PartitionData
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE, DEFAULT_NTYPE, GraphSchema, etype_key
 
@@ -56,7 +60,7 @@ def read_config(config_path: str) -> dict[str, Any]:
         FileNotFoundError: the file does not exist.
         ConfigError: it is not valid json, lacks a field, or has an unsupported format version.
     """
-    config = _load_json(config_path)
+    config = read_json_config(config_path)
     if is_dgl_config(config):
         raise ConfigError(
             f"{config_path!r} is a partitioning written by DGL: load_partition_book reads it; to serve it, "
@@ -97,19 +101,6 @@ def read_config(config_path: str) -> dict[str, Any]:
                         f"partition config {config_path!r}: {section}.{type_key}.{name}.dtype="
                         f"{scheme.get('dtype')!r} is not supported"
                     )
-    return config
-
-
-def _load_json(config_path: str) -> dict[str, Any]:
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"partition config {config_path!r} not found")
-    try:
-        with open(config_path) as fh:
-            config = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"partition config {config_path!r} is not valid json: {exc}") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"partition config {config_path!r} must hold a json object")
     return config
 
 
@@ -175,7 +166,7 @@ def load_partition_book(config_path: str, part_id: int = 0) -> RangePartitionBoo
         TypeError: a DGL config in one of DGL's older map forms.
         ValueError: ``part_id`` out of range.
     """
-    if is_dgl_config(_load_json(config_path)):
+    if is_dgl_config(read_json_config(config_path)):
         return dgl_partition_book(read_dgl_config(config_path), part_id)
     config = read_config(config_path)
     _check_part_id(part_id, config, config_path)

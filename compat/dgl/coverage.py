@@ -93,11 +93,7 @@ NOTES: dict[str, tuple[str, str]] = {
         "not planned",
         "names inside DGL's key-value store; tensors here are named as given",
     ),
-    "dgl.distributed.load_partition": (
-        "implemented",
-        "the graph is DGL's local graph of the partition; with `use_graphbolt=True` GraphBolt's graph of it "
-        "(data, no GraphBolt sampling)",
-    ),
+    "dgl.distributed.load_partition": ("implemented", "DGL's local graph; GraphBolt's, as data"),
     "dgl.distributed.partition_graph": (
         "default only",
         "`num_hops=1` (2 raises NotImplementedError), `objtype='cut'`; writes over a non-empty `out_path` "
@@ -199,19 +195,9 @@ NOTES: dict[str, tuple[str, str]] = {
         "built-ins and edge functions; user-defined reducers are not supported",
     ),
     # names the examples use beyond the signature list
-    "dgl.data": (
-        "not planned",
-        "the dataset names import and raise: graphstore downloads no datasets; build the graph with "
-        "`dgl.graph` / `dgl.heterograph` (or load it with DGL) and pass it to `partition_graph`",
-    ),
-    "dgl.to_bidirected": (
-        "implemented",
-        "an in-memory graph; each type's edges sorted by (source, destination)",
-    ),
-    "dgl.heterograph": (
-        "implemented",
-        "an in-memory graph (types sorted, as DGL) that `partition_graph` takes",
-    ),
+    "dgl.data": ("not planned", "the dataset names import and raise: graphstore downloads no datasets"),
+    "dgl.to_bidirected": ("implemented", "each type's edges sorted by (source, destination)"),
+    "dgl.heterograph": ("implemented", "types sorted, as DGL; `partition_graph` takes it"),
 }
 
 
@@ -481,11 +467,9 @@ def example_rows(text: str) -> list[Row]:
             rows.append(Row(f"`{name[1:]}` on {', '.join(found) or 'graphs'}", status, note))
             continue
         try:
-            target = resolve(name)
-            if planned == "not planned" and _raises_not_implemented(target):
+            status = planned if planned in ("default only", "implemented") else "implemented"
+            if planned == "not planned" and _raises_not_implemented(resolve(name)):
                 status = "not planned"  # present only to raise
-            else:
-                status = planned if planned in ("default only", "implemented") else "implemented"
         except (AttributeError, ImportError):
             status = "not planned" if planned == "not planned" else "missing"
         rows.append(Row(f"`{name}`", status, note))

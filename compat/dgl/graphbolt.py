@@ -95,27 +95,8 @@ class FusedCSCSamplingGraph:
         return f"FusedCSCSamplingGraph(num_nodes={self.total_num_nodes}, num_edges={self.total_num_edges})"
 
 
-def fused_csc_sampling_graph(
-    csc_indptr,
-    indices,
-    node_type_offset=None,
-    type_per_edge=None,
-    node_type_to_id=None,
-    edge_type_to_id=None,
-    node_attributes=None,
-    edge_attributes=None,
-) -> FusedCSCSamplingGraph:
-    """A :class:`FusedCSCSamplingGraph` of the given arrays (GraphBolt's constructor)."""
-    return FusedCSCSamplingGraph(
-        csc_indptr,
-        indices,
-        node_type_offset,
-        type_per_edge,
-        node_type_to_id,
-        edge_type_to_id,
-        node_attributes,
-        edge_attributes,
-    )
+# GraphBolt's constructor function takes the class's arguments.
+fused_csc_sampling_graph = FusedCSCSamplingGraph
 
 
 __all__ = [
