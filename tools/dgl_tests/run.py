@@ -21,6 +21,7 @@ DGL's tests read ``scipy`` (``pip install scipy``, or ``pip install -e '.[dgl-te
 from __future__ import annotations
 
 import argparse
+import ast
 import collections
 import json
 import os
@@ -135,12 +136,39 @@ def _reason(message: str | None, text: str | None) -> str:
     return message or "(no message)"
 
 
-def parse_junit(path: Path, result: FileResult) -> None:
-    """Fill ``result``'s counts and reasons from a pytest JUnit XML report."""
+def count_tests(path: Path) -> int:
+    """How many tests pytest would collect from a file, read from its source: each ``test_*`` function
+    counts the product of its ``@pytest.mark.parametrize`` value lists (for a file that cannot be
+    imported, so that its tests still count, as errors)."""
+    total = 0
+    for node in ast.parse(path.read_text()).body:
+        if not isinstance(node, ast.FunctionDef) or not node.name.startswith("test"):
+            continue
+        cases = 1
+        for decorator in node.decorator_list:
+            if (
+                isinstance(decorator, ast.Call)
+                and ast.unparse(decorator.func).endswith("parametrize")
+                and len(decorator.args) >= 2
+                and isinstance(decorator.args[1], (ast.List, ast.Tuple))
+            ):
+                cases *= len(decorator.args[1].elts)
+        total += cases
+    return total
+
+
+def parse_junit(path: Path, result: FileResult, test_path: Path) -> None:
+    """Fill ``result``'s counts and reasons from a pytest JUnit XML report; a file that fails to
+    import counts each of its tests (:func:`count_tests`) as an error with the import's reason."""
     skips: collections.Counter = collections.Counter()
     failures: collections.Counter = collections.Counter()
     for case in ET.parse(path).getroot().iter("testcase"):
         outcome = next((child for child in case if child.tag in ("failure", "error", "skipped")), None)
+        if outcome is not None and outcome.get("message") == "collection failure":
+            count = count_tests(test_path)
+            result.errors += count
+            failures[f"not collected: {_reason(None, outcome.text)}"] += count
+            continue
         if outcome is None:
             result.passed += 1
         elif outcome.tag == "skipped":
@@ -241,7 +269,7 @@ def run_file(
             process.wait()
     result.seconds = round(time.monotonic() - start, 1)
     if report.is_file():
-        parse_junit(report, result)
+        parse_junit(report, result, test_path)
     else:
         result.errors += 1
         result.failure_reasons = {f"no report (pytest exit {result.returncode}); see {log}": 1}
