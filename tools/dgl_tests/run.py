@@ -15,7 +15,14 @@ Get DGL's sources (tests only are read) and run::
 DGL's tests write to fixed folders under ``/tmp`` (``/tmp/partition``, ``/tmp/dist_graph``); where
 ``unshare`` can make a private mount namespace (Linux, root or user namespaces) each file runs with a
 private, empty ``/tmp`` so that runs beside each other do not share them (``--shared-tmp`` turns it off).
-DGL's tests read ``scipy`` (``pip install scipy``, or ``pip install -e '.[dgl-tests]'``).
+DGL's tests read ``scipy`` (in the project's ``test`` extra). One of DGL's parametrize names ends with a
+comma (``"use_graphbolt,"`` in test_distributed_sampling.py), which pytest 9 refuses at collection and
+pytest 8 accepts (DGL's CI ran pytest 7); with a pytest 9 venv, give a pytest 8 beside it::
+
+    .venv/bin/pip install --target /var/tmp/pytest8 "pytest<9" pytest-timeout
+    .venv/bin/python tools/dgl_tests/run.py --dgl-src /tmp/dgl-src --pytest-dir /var/tmp/pytest8
+
+(outside ``/tmp``, which each file sees empty; the scratch copy is under ``/var/tmp`` for the same reason).
 """
 
 from __future__ import annotations
@@ -215,6 +222,7 @@ def run_file(
     file_timeout: int,
     prefix: list[str],
     extra: list[str],
+    pytest_dir: Path | None = None,
 ) -> FileResult:
     """Run pytest on one rewritten file (in its folder, ``work/tests`` on the path as DGL's CI has it).
 
@@ -227,7 +235,8 @@ def run_file(
     report.parent.mkdir(parents=True, exist_ok=True)
     report.unlink(missing_ok=True)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(work / "tests"), env.get("PYTHONPATH")]))
+    paths = [str(pytest_dir) if pytest_dir else None, str(work / "tests"), env.get("PYTHONPATH")]
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
     env.setdefault("DGLBACKEND", "pytorch")
     env.setdefault("DGLTESTDEV", "cpu")
     env.pop("TMPDIR", None)
@@ -318,6 +327,9 @@ def main(argv=None) -> int:
     parser.add_argument("--top", type=int, default=8, help="failure messages to list per file")
     parser.add_argument("--json", type=Path, help="also write the results here")
     parser.add_argument("--shared-tmp", action="store_true", help="run with the machine's /tmp")
+    parser.add_argument(
+        "--pytest-dir", type=Path, help="a folder with pytest 8 (pip install --target), put first on the path"
+    )
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --), e.g. -k")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="graphstore-dgl-tests-", dir="/var/tmp"))
@@ -325,6 +337,9 @@ def main(argv=None) -> int:
     changes = prepare(args.dgl_src.resolve(), work)
     print(f"scratch copy: {work} (import lines rewritten: {sum(changes.values())} in {len(changes)} files)")
     prefix = [] if args.shared_tmp else _private_tmp_prefix()
+    for folder, option in ((args.pytest_dir, "--pytest-dir"), (work, "--work")):
+        if prefix and folder is not None and folder.resolve().is_relative_to("/tmp"):
+            parser.error(f"{option} {folder} is under /tmp, which each file sees empty: use /var/tmp")
     print("each file runs with a private /tmp" if prefix else "files run with the machine's /tmp")
     selected = [
         rel for rel in TEST_FILES if not args.files or any(rel.endswith(Path(f).name) for f in args.files)
@@ -332,7 +347,14 @@ def main(argv=None) -> int:
     results = []
     for rel in selected:
         result = run_file(
-            work, rel, args.python, args.test_timeout, args.file_timeout, prefix, args.pytest_args
+            work,
+            rel,
+            args.python,
+            args.test_timeout,
+            args.file_timeout,
+            prefix,
+            args.pytest_args,
+            args.pytest_dir,
         )
         print(
             f"{Path(rel).name}: {result.passed} passed, {result.failed} failed, {result.errors} errors, "
