@@ -197,6 +197,10 @@ def test_dgl_options_and_the_same_name_on_nodes_and_edges(tmp_path):
         dgl.distributed.partition_graph(g, "g", 2, str(out), overwrite=False)
     with pytest.raises(NotImplementedError, match="num_hops=2"):
         dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "h"), num_hops=2)
+    with pytest.raises(TypeError, match="reshuffle"):  # a misspelled or retired option is refused...
+        dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "r"), reshuffle=True)
+    dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "r"), reshuffle=True, strict_options=False)
+    assert (tmp_path / "r" / "g.json").exists()  # ...or ignored as DGL does, on request
 
 
 DGL_CONFIG = {

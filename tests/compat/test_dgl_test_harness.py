@@ -97,7 +97,8 @@ def test_the_report_is_read_into_counts_and_reasons(run, tmp_path):
     report.write_text(
         "<testsuites><testsuite>"
         '<testcase classname="m" name="a"/>'
-        '<testcase classname="m" name="b"><failure message="AssertionError: x&#10;more">t</failure></testcase>'
+        '<testcase classname="m" name="b">'
+        '<failure message="AssertionError: x&#10;more">t</failure></testcase>'
         '<testcase classname="m" name="c"><skipped message="needs a GPU"/></testcase>'
         '<testcase classname="m" name="d"><skipped message="needs a GPU"/></testcase>'
         "</testsuite></testsuites>"

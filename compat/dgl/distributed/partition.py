@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import torch
@@ -40,13 +41,16 @@ from graphstore.partition import partition_graph as _native_partition_graph
 from graphstore.partition.format import schema_of
 from graphstore.partition.trainer_ids import add_trainer_ids
 
+logger = logging.getLogger(__name__)
+
 # METIS objective DGL names 'cut' (edge cut); graphstore's METIS minimizes the edge cut.
 _OBJTYPES = ("cut",)
 _GRAPH_FORMATS = ("coo", "csr", "csc")
 # DGL 2.4's partition_graph options of its GraphBolt conversion; DGL ignores them without GraphBolt.
 GRAPHBOLT_OPTIONS = ("store_eids", "store_inner_node", "store_inner_edge", "n_jobs")
-# graphstore's own options of partition_graph.
+# graphstore's own options of partition_graph (strict_options: this layer's, not the native function's).
 NATIVE_OPTIONS = ("feat_dtype", "seed", "overwrite")
+STRICT_OPTION = "strict_options"
 
 
 def load_partition_book(part_config: str, part_id: int):
@@ -218,10 +222,11 @@ def partition_graph(
             :func:`dgl_partition_to_graphbolt`, which takes the GraphBolt options of ``kwargs``).
         kwargs: DGL 2.4's GraphBolt options ``store_eids``, ``store_inner_node``, ``store_inner_edge``,
             ``n_jobs``: used with ``use_graphbolt``, ignored without it (as DGL does); graphstore's own
-            ``feat_dtype``, ``seed``, and ``overwrite``: None (default, DGL's way) writes into an
-            existing folder, replacing ``graph_name.json`` and the ``partK`` folders and keeping the
-            rest; False refuses a non-empty folder (graphstore's native default); True replaces the
-            whole folder.
+            ``feat_dtype``, ``seed``, ``overwrite``: None (default, DGL's way) writes into an existing
+            folder, replacing ``graph_name.json`` and the ``partK`` folders and keeping the rest; False
+            refuses a non-empty folder (graphstore's native default); True replaces the whole folder;
+            and ``strict_options``: True (default) raises TypeError for any other keyword argument,
+            False logs and ignores it as DGL does.
 
     Returns:
         None, or with ``return_mapping`` ``(orig_nids, orig_eids)``: int64 tensors (new ID -> original
@@ -230,7 +235,8 @@ def partition_graph(
     Raises:
         NotImplementedError: an option value graphstore does not implement (the message names it),
             e.g. ``num_hops`` > 1.
-        TypeError: an unknown keyword argument (DGL ignores one; a typo is refused here).
+        TypeError: an unknown keyword argument (DGL ignores one; refused here unless
+            ``strict_options=False``).
         ValueError, FileExistsError: as the native function.
     """
     if int(num_trainers_per_machine) < 1:
@@ -245,9 +251,17 @@ def partition_graph(
         unknown = [f for f in formats if f not in _GRAPH_FORMATS]
         if unknown:
             raise ValueError(f"partition_graph(graph_formats={graph_formats!r}): unknown formats {unknown}")
+    strict = bool(kwargs.pop(STRICT_OPTION, True))
     unknown = sorted(set(kwargs) - set(GRAPHBOLT_OPTIONS) - set(NATIVE_OPTIONS))
+    if unknown and strict:
+        raise TypeError(
+            f"partition_graph() got unexpected keyword arguments {unknown} (strict_options=False ignores "
+            "them, as DGL does)"
+        )
     if unknown:
-        raise TypeError(f"partition_graph() got unexpected keyword arguments {unknown}")
+        logger.warning(
+            "partition_graph: ignoring unknown keyword arguments %s (strict_options=False)", unknown
+        )
     native = {name: kwargs.pop(name) for name in NATIVE_OPTIONS if name in kwargs}
     overwrite = native.pop("overwrite", None)
     result = _native_partition_graph(
