@@ -150,8 +150,9 @@ def partition_graph(
         graph_name: the graph's name (also the config file's name); letters, digits, ``-_.``.
         num_parts: number of partitions, ``1 <= num_parts <= num_nodes``.
         out_path: output folder; created; it must be absent or empty unless ``overwrite``.
-        num_hops: accepted for DGL compatibility; only 1 (a partition holds every in-edge of its nodes):
-            a larger integer raises NotImplementedError, anything else ValueError.
+        num_hops: DGL's halo depth, recorded as ``halo_hops``: a partition's files hold the in-edges of its
+            nodes whatever the depth (sampling reads deeper hops from the other partitions); DGL's
+            ``load_partition`` view (:mod:`graphstore.compat.dgl`) builds a graph with that halo.
         part_method: ``'metis'`` or ``'random'``.
         balance_ntypes: spread these node categories evenly: an int/bool [N] array, the name of a node
             array (e.g. ``'train_mask'``), or a list of boolean mask names (METIS only).
@@ -177,7 +178,6 @@ def partition_graph(
         FileNotFoundError: ``graph`` names a missing file.
         FileExistsError: ``out_path`` exists and is not empty, without ``overwrite`` or ``write_over``.
         ValueError: any invalid argument or graph (the message names it).
-        NotImplementedError: ``num_hops`` > 1.
     """
     start_time = time.perf_counter()
     if (
@@ -251,6 +251,7 @@ def partition_graph(
         del part
 
     extra = {
+        "halo_hops": int(num_hops),
         "stats": {"edge_cut": edge_cut, "train_nodes": train_counts, "seed": seed},
         "balance": {"ntypes": _describe_balance(balance_ntypes), "edges": bool(balance_edges)},
     }
@@ -311,15 +312,9 @@ def _checked_assignment(assignment, num_nodes: int, num_parts: int) -> np.ndarra
 
 
 def check_num_hops(num_hops) -> None:
-    """Raises NotImplementedError for an integer ``num_hops`` > 1 (DGL's deeper halo, not built here)
-    and ValueError for a value that is not a positive integer."""
+    """Raises ValueError for a ``num_hops`` that is not a positive integer."""
     if isinstance(num_hops, bool) or not isinstance(num_hops, (int, np.integer)) or num_hops < 1:
         raise ValueError(f"num_hops must be a positive integer, got {num_hops!r}")
-    if num_hops > 1:
-        raise NotImplementedError(
-            f"num_hops={num_hops} is not supported: a partition holds the in-edges of its nodes "
-            "(num_hops=1); sampling reads deeper hops from the other partitions"
-        )
 
 
 def _per_type_mappings(

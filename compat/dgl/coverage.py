@@ -96,9 +96,9 @@ NOTES: dict[str, tuple[str, str]] = {
     "dgl.distributed.load_partition": ("implemented", "DGL's local graph; GraphBolt's, as data"),
     "dgl.distributed.partition_graph": (
         "default only",
-        "`num_hops=1` (2 raises NotImplementedError), `objtype='cut'`; writes over a non-empty `out_path` "
-        "as DGL (`overwrite=False` refuses); one partition keeps every ID; `num_trainers_per_machine=N` "
-        "writes `trainer_id` (each partition's nodes in N contiguous runs)",
+        "`objtype='cut'`; writes over a non-empty `out_path` as DGL (`overwrite=False` refuses); one "
+        "partition keeps every ID; `num_trainers_per_machine=N` writes `trainer_id` (each partition's "
+        "nodes in N contiguous runs)",
     ),
     "dgl.distributed.sample_neighbors": (
         "default only",

@@ -8,7 +8,7 @@ namespace's ``dgl.graph`` / ``dgl.heterograph``):
 - the partition book agrees with it (``partid2nids``, ``nid2localnid``, ``map_to_per_ntype``, metadata);
 - ``return_mapping`` maps the new IDs back: node and edge data and edges by original ID are the input's;
 - DGL's options: the same data name on nodes and edges, GraphBolt's ``store_*`` options, writing over a
-  non-empty folder, ``num_hops=2`` (NotImplementedError), one partition keeping every ID;
+  non-empty folder, ``num_hops=2`` (the local graph's halo), one partition keeping every ID;
 - ``load_partition_book`` reads DGL's own JSON (DGL's type order, offsets) and refuses DGL's older
   per-ID maps with a TypeError.
 """
@@ -195,12 +195,34 @@ def test_dgl_options_and_the_same_name_on_nodes_and_edges(tmp_path):
     assert node_feats["_N/feat"].shape[1] == 2 and edge_feats["_N:_E:_N/feat"].shape[1] == 5
     with pytest.raises(FileExistsError):  # graphstore's refusal, on request
         dgl.distributed.partition_graph(g, "g", 2, str(out), overwrite=False)
-    with pytest.raises(NotImplementedError, match="num_hops=2"):
-        dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "h"), num_hops=2)
     with pytest.raises(TypeError, match="reshuffle"):  # a misspelled or retired option is refused...
         dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "r"), reshuffle=True)
     dgl.distributed.partition_graph(g, "g", 2, str(tmp_path / "r"), reshuffle=True, strict_options=False)
     assert (tmp_path / "r" / "g.json").exists()  # ...or ignored as DGL does, on request
+
+
+def test_two_hop_partitions_add_the_halo_nodes_in_edges(tmp_path):
+    g = random_graph()
+    g.update_all(fn.copy_u("feats", "msg"), fn.sum("msg", "h"))
+    nids, eids = dgl.distributed.partition_graph(g, "h2", 3, str(tmp_path), num_hops=2, return_mapping=True)
+    dgl.distributed.partition_graph(g, "h1", 3, str(tmp_path / "one"))
+    for part_id in range(3):
+        two = dgl.distributed.load_partition(str(tmp_path / "h2.json"), part_id, load_feats=False)[0]
+        one = dgl.distributed.load_partition(str(tmp_path / "one" / "h1.json"), part_id, load_feats=False)[0]
+        inner_edges = int(two.edata["inner_edge"].sum())
+        assert inner_edges == one.num_edges() and bool((two.edata["inner_edge"][:inner_edges] == 1).all())
+        assert th.equal(two.edata[dgl.EID][:inner_edges], one.edata[dgl.EID])  # the same partition first
+        src, dst = two.edges()
+        halo = th.unique(src[:inner_edges][two.ndata["inner_node"][src[:inner_edges]] == 0])
+        # The other edges are exactly every in-edge of the one-hop halo nodes, by original ID.
+        extra = eids[two.edata[dgl.EID][inner_edges:]]
+        expected = g.in_edges(nids[two.ndata[dgl.NID][halo]], form="eid")
+        assert th.equal(th.sort(extra).values, th.sort(expected).values)
+        assert th.equal(nids[two.ndata[dgl.NID][dst[inner_edges:]]], g.find_edges(extra)[1])
+        inner = two.ndata["inner_node"] == 1
+        two.ndata["feats"] = g.ndata["feats"][nids[two.ndata[dgl.NID]]]
+        two.update_all(fn.copy_u("feats", "msg"), fn.sum("msg", "h"))
+        th.testing.assert_close(two.ndata["h"][inner], g.ndata["h"][nids[two.ndata[dgl.NID][inner]]])
 
 
 DGL_CONFIG = {

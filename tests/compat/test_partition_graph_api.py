@@ -93,7 +93,6 @@ def test_return_mapping_of_a_typed_graph_is_per_type(tmp_path):
         ({"num_trainers_per_machine": 0}, ValueError, "num_trainers_per_machine=0"),
         ({"objtype": "vol"}, NotImplementedError, "objtype='vol'"),
         ({"graph_formats": ["dense"]}, ValueError, "graph_formats"),
-        ({"num_hops": 2}, NotImplementedError, "num_hops=2"),
         ({"reshuffle": True}, TypeError, "reshuffle"),
     ],
 )

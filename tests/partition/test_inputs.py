@@ -13,6 +13,7 @@ from graphstore.partition import (
     load_partition,
     load_partition_book,
     partition_graph,
+    read_config,
 )
 from tests.utils.graphs import make_graph, make_partitioned_graph
 
@@ -145,10 +146,13 @@ def test_bad_arguments(tmp_path, kwargs, match):
     assert not (tmp_path / "out").exists()
 
 
-def test_deeper_halos_are_not_implemented(tmp_path):
-    with pytest.raises(NotImplementedError, match="num_hops=2"):
-        partition_graph(small_graph(), "g", 2, str(tmp_path / "out"), num_hops=2)
-    assert not (tmp_path / "out").exists()
+def test_a_deeper_halo_is_recorded_and_the_files_are_the_same(tmp_path):
+    one = partition_graph(small_graph(), "g", 2, str(tmp_path / "one"), part_method="random")
+    two = partition_graph(small_graph(), "g", 2, str(tmp_path / "two"), part_method="random", num_hops=2)
+    assert read_config(two.config_path)["halo_hops"] == 2 and read_config(one.config_path)["halo_hops"] == 1
+    for part_id in range(2):
+        a, b = load_partition(one.config_path, part_id), load_partition(two.config_path, part_id)
+        np.testing.assert_array_equal(np.asarray(a.in_src), np.asarray(b.in_src))
 
 
 def test_existing_output_needs_overwrite_and_survives_a_failed_run(tmp_path):

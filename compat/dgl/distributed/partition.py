@@ -134,11 +134,11 @@ def load_partition(part_config: str, part_id: int, load_feats: bool = True, use_
     node_feats = _features(data, nodes=True) if load_feats else {}
     edge_feats = _features(data, nodes=False) if load_feats else {}
     book = RangePartitionBook.of(data.book)
-    graph = partition_graph_of(data)
+    config = read_config(part_config)
+    graph = partition_graph_of(data, int(config.get("halo_hops", 1)))
     if record.get("graph_formats"):
         graph = graph.formats(record["graph_formats"])
     if use_graphbolt:
-        config = read_config(part_config)
         graph = graphbolt_graph_of(graph, book, record["graphbolt"], config["num_nodes"], config["num_edges"])
     return graph, node_feats, edge_feats, book, data.graph_name, book.ntypes, book.canonical_etypes
 
@@ -205,7 +205,9 @@ def partition_graph(
         g: a DGL graph or a PyG ``Data`` / ``HeteroData`` (by their interface, homogeneous or typed),
             or what :func:`graphstore.partition.partition_graph` takes (arrays, a file path).
         graph_name, num_parts, out_path: as in DGL.
-        num_hops: 1 (a partition holds every in-edge of its nodes; no deeper halo).
+        num_hops: the halo depth of ``load_partition``'s graphs (DGL's meaning); the partition files hold
+            the in-edges of each partition's nodes whatever it is, and sampling reads deeper hops from
+            the other partitions, so it changes no sampled result.
         part_method: ``'metis'`` or ``'random'``.
         balance_ntypes: node categories to spread evenly: a ``[N]`` tensor or array (e.g. the training
             mask), a node data name, or a list of mask names; on a typed graph, ``{ntype: mask}``
@@ -233,8 +235,7 @@ def partition_graph(
         ID) on a homogeneous graph, ``{type: tensor}`` of per-type IDs on a typed one.
 
     Raises:
-        NotImplementedError: an option value graphstore does not implement (the message names it),
-            e.g. ``num_hops`` > 1.
+        NotImplementedError: an option value graphstore does not implement (the message names it).
         TypeError: an unknown keyword argument (DGL ignores one; refused here unless
             ``strict_options=False``).
         ValueError, FileExistsError: as the native function.
