@@ -83,6 +83,7 @@ def test_homogeneous_partitions_are_dgls_local_graphs(tmp_path, part_method, num
         part_g, node_feats, edge_feats, gpb, _, _, _ = dgl.distributed.load_partition(config, i)
         check_reserved_dtypes(part_g)
         assert gpb.num_partitions() == num_parts
+        assert gpb._num_nodes() == g.num_nodes() and gpb._num_edges() == g.num_edges()  # DGL's private counts
         meta = gpb.metadata()[i]
         inner = part_g.ndata["inner_node"] == 1
         assert th.equal(th.nonzero(inner).reshape(-1), th.arange(meta["num_nodes"]))  # inner nodes first
