@@ -3,7 +3,8 @@
 On-disk layout written by :func:`graphstore.partition.partition_graph` (docs/partition-format.md). A
 homogeneous graph is the one-type case (node type ``_N``, edge type ``('_N', '_E', '_N')``).
 
-    OUT/NAME.json            format_version (2), graph_name, num_nodes, num_edges, num_parts, part_method,
+    OUT/NAME.json            format_version (2; 3 where in_eid.npy exists), graph_name, num_nodes,
+                             num_edges, num_parts, part_method,
                              ntypes {ntype: id}, etypes {"src:etype:dst": id},
                              node_map {ntype: [[homo_start, homo_end] per partition]},
                              edge_map {"src:etype:dst": [[homo_start, homo_end] per partition]},
@@ -46,7 +47,10 @@ import numpy as np
 from graphstore.types import GraphSchema
 
 FORMAT_VERSION = 2
-READABLE_FORMAT_VERSIONS = (1, 2)
+# Format 2 plus in_eid.npy (edge IDs that are not the in-CSR positions): a reader that does not know
+# in_eid.npy must refuse such a partitioning rather than read its edge IDs wrong.
+FORMAT_VERSION_IN_EID = 3
+READABLE_FORMAT_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR, feature_fi
 from graphstore.partition.graph import GraphData
 from graphstore.partition.memory import release_pages
 from graphstore.partition.relabel import Relabeling, csr_pieces
-from graphstore.partition.types import FORMAT_VERSION
+from graphstore.partition.types import FORMAT_VERSION, FORMAT_VERSION_IN_EID
 from graphstore.types import etype_key
 
 HALF_FLOAT_DTYPES = ("float16", "bfloat16")
@@ -258,7 +258,7 @@ def write_partitions(
         etype_counts=labels.etype_counts,
     )
     config = {
-        "format_version": FORMAT_VERSION,
+        "format_version": FORMAT_VERSION if labels.position_eid is None else FORMAT_VERSION_IN_EID,
         "graph_name": graph_name,
         "num_nodes": graph.num_nodes,
         "num_edges": graph.num_edges,

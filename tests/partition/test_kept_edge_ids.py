@@ -15,7 +15,7 @@ from graphstore.client.dataloader import DistNodeDataLoader
 from graphstore.client.dist_graph import DistGraph
 from graphstore.client.samplers import NeighborSampler
 from graphstore.client.sampling import find_edges, sample_neighbors
-from graphstore.partition import load_partition, partition_graph
+from graphstore.partition import load_partition, partition_graph, read_config
 from graphstore.partition.validate import check_partition_data
 from tests.utils.graphs import make_graph
 
@@ -41,6 +41,8 @@ def test_one_partition_keeps_node_and_edge_ids(one_part):
     data = load_partition(config, 0)
     check_partition_data(data)
     assert data.in_eid is not None  # the input is not sorted by destination
+    # Format 3: a reader that does not know in_eid.npy refuses it instead of misreading edge IDs.
+    assert read_config(config)["format_version"] == 3
     np.testing.assert_array_equal(np.asarray(data.edge_feats["_N:_E:_N"]["eid"]), graph["eid"])
     # Position p holds the edge whose ID is in_eid[p]: its source is the input's.
     np.testing.assert_array_equal(np.asarray(data.in_src), graph["src"][np.asarray(data.in_eid)])
@@ -51,6 +53,7 @@ def test_several_partitions_still_number_edges_by_position(tmp_path):
     graph = make_graph(NUM_NODES, avg_degree=6, seed=3)
     result = partition_graph(graph, "two", 2, str(tmp_path / "p"), part_method="random")
     assert load_partition(result.config_path, 0).in_eid is None
+    assert read_config(result.config_path)["format_version"] == 2
 
 
 @pytest.fixture
