@@ -17,6 +17,7 @@ import sys
 # subcommand name -> module under graphstore.launcher.commands
 COMMANDS = {
     "chunk": "chunk",
+    "convert": "convert",
     "generate": "generate",
     "partition": "partition",
     "server": "server",

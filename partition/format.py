@@ -8,7 +8,6 @@ Every array is opened with ``mmap_mode='r'``, so loading a partition costs page-
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
 
@@ -17,10 +16,18 @@ import numpy as np
 from graphstore.dtypes import BY_NAME
 from graphstore.errors import ConfigError
 from graphstore.partition.book import RangePartitionBook
+from graphstore.partition.dgl_format import (
+    dgl_partition_book,
+    is_dgl_config,
+    read_dgl_config,
+    read_json_config,
+)
 from graphstore.partition.types import READABLE_FORMAT_VERSIONS, FeatureScheme, PartitionData
 from graphstore.types import DEFAULT_CANONICAL_ETYPE, DEFAULT_ETYPE, DEFAULT_NTYPE, GraphSchema, etype_key
 
 STRUCTURE_ARRAYS = ("in_indptr", "in_src", "out_indptr", "out_dst", "out_eid", "orig_nid", "orig_eid")
+# Optional: the local edge ID of each in-edge position where the IDs are not the positions.
+IN_EID = "in_eid"
 NODE_FEAT_DIR = "node_feat"
 EDGE_FEAT_DIR = "edge_feat"
 _REQUIRED = (
@@ -53,15 +60,12 @@ def read_config(config_path: str) -> dict[str, Any]:
         FileNotFoundError: the file does not exist.
         ConfigError: it is not valid json, lacks a field, or has an unsupported format version.
     """
-    if not os.path.isfile(config_path):
-        raise FileNotFoundError(f"partition config {config_path!r} not found")
-    try:
-        with open(config_path) as fh:
-            config = json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"partition config {config_path!r} is not valid json: {exc}") from None
-    if not isinstance(config, dict):
-        raise ConfigError(f"partition config {config_path!r} must hold a json object")
+    config = read_json_config(config_path)
+    if is_dgl_config(config):
+        raise ConfigError(
+            f"{config_path!r} is a partitioning written by DGL: load_partition_book reads it; to serve it, "
+            f"convert it first: graphstore convert --from-dgl {config_path} --out DIR"
+        )
     missing = [k for k in _REQUIRED if k not in config]
     if missing:
         raise ConfigError(f"partition config {config_path!r} lacks fields {missing}")
@@ -147,10 +151,11 @@ def book_from_config(config: dict[str, Any], part_id: int = 0, config_path: str 
 
 
 def load_partition_book(config_path: str, part_id: int = 0) -> RangePartitionBook:
-    """Load the partition book of a partitioned graph.
+    """Load the partition book of a partitioned graph (graphstore's or DGL's partitioning).
 
     Args:
-        config_path: the ``NAME.json`` written by :func:`graphstore.partition.partition_graph`.
+        config_path: the ``NAME.json`` written by :func:`graphstore.partition.partition_graph`, or by
+            DGL's ``partition_graph`` (see :mod:`graphstore.partition.dgl_format`).
         part_id: the partition the book is used from (its ``partid``).
 
     Returns:
@@ -158,8 +163,11 @@ def load_partition_book(config_path: str, part_id: int = 0) -> RangePartitionBoo
 
     Raises:
         FileNotFoundError, ConfigError: see :func:`read_config`.
+        TypeError: a DGL config in one of DGL's older map forms.
         ValueError: ``part_id`` out of range.
     """
+    if is_dgl_config(read_json_config(config_path)):
+        return dgl_partition_book(read_dgl_config(config_path), part_id)
     config = read_config(config_path)
     _check_part_id(part_id, config, config_path)
     return book_from_config(config, part_id, config_path)
@@ -217,6 +225,8 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
     base = os.path.dirname(os.path.abspath(config_path))
     part_dir = os.path.join(base, config["parts"][part_id]["path"])
     arrays = {name: _open(os.path.join(part_dir, f"{name}.npy")) for name in STRUCTURE_ARRAYS}
+    in_eid_path = os.path.join(part_dir, f"{IN_EID}.npy")
+    in_eid = _open(in_eid_path) if os.path.isfile(in_eid_path) else None
     node_start, node_end = book.node_range(part_id)
     edge_start, edge_end = book.edge_range(part_id)
     ntype_offsets = np.concatenate(([0], np.cumsum(book.ntype_counts[part_id]))).astype(np.int64)
@@ -240,6 +250,7 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
         orig_nid=arrays["orig_nid"],
         orig_eid=arrays["orig_eid"],
         config_path=os.path.abspath(config_path),
+        in_eid=in_eid,
     )
     in_len, out_len = data.expected_indptr_lengths()
     expected = {
@@ -249,6 +260,9 @@ def load_partition(config_path: str, part_id: int) -> PartitionData:
         "orig_nid": data.num_local_nodes,
         "orig_eid": data.num_local_edges,
     }
+    if in_eid is not None:
+        arrays[IN_EID] = in_eid
+        expected[IN_EID] = data.num_local_edges
     for name, rows in expected.items():
         if arrays[name].shape[0] != rows:
             raise ConfigError(

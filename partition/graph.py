@@ -191,9 +191,3 @@ def validate_graph(graph: GraphData) -> None:
                 if arr.ndim == 0 or arr.shape[0] != rows:
                     label = repr(name) if schema.is_homogeneous else f"{type_name}/{name}"
                     raise ValueError(f"{kind} array {label} has shape {arr.shape}; expected {rows} rows")
-    if schema.is_homogeneous:
-        node_names = set(next(iter(graph.node_data.values()), {}))
-        edge_names = set(next(iter(graph.edge_data.values()), {}))
-        clash = node_names & edge_names
-        if clash:
-            raise ValueError(f"names used for both node and edge arrays: {sorted(clash)}")

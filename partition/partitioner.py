@@ -138,6 +138,9 @@ def partition_graph(
     overwrite: bool = False,
     ndata_map: dict[str, str] | None = None,
     edata_map: dict[str, str] | None = None,
+    write_over: bool = False,
+    assignment: np.ndarray | None = None,
+    keep_edge_ids: bool | None = None,
 ) -> PartitionResult:
     """Partition a graph and write the partition files (``out_path/graph_name.json`` + ``partK/``).
 
@@ -148,7 +151,9 @@ def partition_graph(
         graph_name: the graph's name (also the config file's name); letters, digits, ``-_.``.
         num_parts: number of partitions, ``1 <= num_parts <= num_nodes``.
         out_path: output folder; created; it must be absent or empty unless ``overwrite``.
-        num_hops: accepted for DGL compatibility; only 1 (a partition holds every in-edge of its nodes).
+        num_hops: DGL's halo depth, recorded as ``halo_hops``: a partition's files hold the in-edges of its
+            nodes whatever the depth (sampling reads deeper hops from the other partitions); DGL's
+            ``load_partition`` view (:mod:`graphstore.compat.dgl`) builds a graph with that halo.
         part_method: ``'metis'`` or ``'random'``.
         balance_ntypes: spread these node categories evenly: an int/bool [N] array, the name of a node
             array (e.g. ``'train_mask'``), or a list of boolean mask names (METIS only).
@@ -159,13 +164,20 @@ def partition_graph(
         overwrite: replace an existing, non-empty output folder.
         ndata_map, edata_map: rename node / edge arrays on the way in, ``{old: new}`` (see
             :func:`~graphstore.partition.input_adapters.rename_arrays`).
+        write_over: write into an existing, non-empty output folder, replacing only the entries
+            written (``NAME.json`` and the ``partK`` folders) and keeping the others (DGL's way);
+            ``overwrite`` replaces the whole folder instead.
+        assignment: the partition of every node (int [N], the input's homogeneous IDs: a typed graph's
+            types one after another) instead of computing one with ``part_method`` (recorded as is).
+        keep_edge_ids: number each partition's edges of a type in the input's order rather than by
+            destination (default: with one partition, which then keeps every input edge ID, as DGL).
 
     Returns:
         A :class:`PartitionResult` with the config path, statistics and the new->original ID maps.
 
     Raises:
         FileNotFoundError: ``graph`` names a missing file.
-        FileExistsError: ``out_path`` exists and is not empty, without ``overwrite``.
+        FileExistsError: ``out_path`` exists and is not empty, without ``overwrite`` or ``write_over``.
         ValueError: any invalid argument or graph (the message names it).
     """
     start_time = time.perf_counter()
@@ -177,10 +189,7 @@ def partition_graph(
         raise ValueError(
             f"graph_name must be a non-empty string of letters, digits, '-', '_', '.', got {graph_name!r}"
         )
-    if num_hops != 1:
-        raise ValueError(
-            f"num_hops={num_hops} is not supported; partitions hold the in-edges of their nodes (1 hop)"
-        )
+    check_num_hops(num_hops)
     check_method(part_method)
     if feat_dtype is not None and feat_dtype not in HALF_FLOAT_DTYPES + ("float32",):
         raise ValueError(
@@ -188,7 +197,7 @@ def partition_graph(
         )
     if part_method == "random" and (balance_ntypes is not None or balance_edges):
         logger.info("balance_ntypes / balance_edges apply to METIS only; random assignment is already even")
-    check_output_folder(out_path, overwrite)
+    check_output_folder(out_path, overwrite or write_over)
 
     meter = PhaseMeter()
     if isinstance(graph, (str, os.PathLike)):
@@ -214,7 +223,9 @@ def partition_graph(
     }
 
     assign_start = time.perf_counter()
-    if part_method == "random" or num_parts == 1:
+    if assignment is not None:
+        part = _checked_assignment(assignment, graph.num_nodes, num_parts)
+    elif part_method == "random" or num_parts == 1:
         with meter.phase("random" if num_parts > 1 else "assign"):
             part = assign_partitions(graph, num_parts, part_method, balance_ntypes, balance_edges, seed)
     else:
@@ -236,14 +247,16 @@ def partition_graph(
             num_ntypes=len(graph.schema.ntypes),
             edge_type=graph.edge_type_of() if typed_edges else None,
             num_etypes=len(graph.schema.canonical_etypes),
+            keep_edge_ids=num_parts == 1 if keep_edge_ids is None else bool(keep_edge_ids),
         )
         del part
 
     extra = {
+        "halo_hops": int(num_hops),
         "stats": {"edge_cut": edge_cut, "train_nodes": train_counts, "seed": seed},
         "balance": {"ntypes": _describe_balance(balance_ntypes), "edges": bool(balance_edges)},
     }
-    with staged_output_folder(out_path) as tmp_dir:
+    with staged_output_folder(out_path, write_over=write_over and not overwrite) as tmp_dir:
         with meter.phase("write"):
             config = write_partitions(
                 graph, graph_name, num_parts, part_method, labels, dtype_names, tmp_dir, extra
@@ -281,6 +294,28 @@ def partition_graph(
         orig_eid=orig_eid,
         **mappings,
     )
+
+
+def _checked_assignment(assignment, num_nodes: int, num_parts: int) -> np.ndarray:
+    """A given node -> partition assignment as an int64 array.
+
+    Raises:
+        ValueError: a wrong length or a partition outside ``[0, num_parts)``.
+    """
+    part = np.asarray(assignment)
+    if part.shape != (num_nodes,) or not np.issubdtype(part.dtype, np.integer):
+        raise ValueError(
+            f"assignment must be an integer array of shape [{num_nodes}], got {part.dtype}{part.shape}"
+        )
+    if part.size and (int(part.min()) < 0 or int(part.max()) >= num_parts):
+        raise ValueError(f"assignment holds partitions outside [0, {num_parts})")
+    return part.astype(np.int64, copy=False)
+
+
+def check_num_hops(num_hops) -> None:
+    """Raises ValueError for a ``num_hops`` that is not a positive integer."""
+    if isinstance(num_hops, bool) or not isinstance(num_hops, (int, np.integer)) or num_hops < 1:
+        raise ValueError(f"num_hops must be a positive integer, got {num_hops!r}")
 
 
 def _per_type_mappings(

@@ -8,6 +8,10 @@ destination's partition; inside a partition edges are sorted by (edge type, new 
 edges of one type form an in-edge CSR over the destination type's nodes (the position is the edge ID).
 The out-edges of every partition's own nodes are ordered by (edge type, new source) the same way.
 A homogeneous graph (one type of each) gets exactly the order "sorted by destination".
+
+With ``keep_edge_ids`` the edge IDs are not the CSR positions: inside each partition, per edge type,
+they follow the input's order. With one partition that keeps every input edge ID (DGL keeps node and
+edge IDs when it does not shuffle); the positions then map to IDs through ``position_eid``.
 """
 
 from __future__ import annotations
@@ -34,10 +38,13 @@ class Relabeling:
         etype_counts: int64 ``[num_parts, num_etypes]`` (in-)edges of each type per partition.
         orig_nid: int64 [N], original (homogeneous input) ID of each new node ID.
         orig_eid: [E], original input position of each new edge ID.
-        new_src, new_dst: [E], new endpoint IDs indexed by new edge ID.
-        edge_type: [E], type of each new edge ID.
-        out_eid: [E], new edge IDs ordered by (partition of the source, edge type, new source).
+        new_src, new_dst: [E], new endpoint IDs of the edge at each CSR position (sorted by partition,
+            type, new destination).
+        edge_type: [E], type of the edge at each CSR position (also of each new edge ID: both orders
+            group a partition's edges by type with the same counts).
+        out_eid: [E], CSR positions ordered by (partition of the source, edge type, new source).
         out_bounds: ``num_parts + 1`` boundaries of ``out_eid``: the out-edges of partition ``k``'s nodes.
+        position_eid: [E], the new edge ID of each CSR position, or None when they are the positions.
     """
 
     node_bounds: np.ndarray
@@ -51,6 +58,11 @@ class Relabeling:
     edge_type: np.ndarray
     out_eid: np.ndarray
     out_bounds: np.ndarray
+    position_eid: np.ndarray | None = None
+
+    def edge_ids_at(self, positions: np.ndarray) -> np.ndarray:
+        """The new edge IDs of CSR positions."""
+        return positions if self.position_eid is None else self.position_eid[positions]
 
 
 def type_dtype(num_types: int) -> np.dtype:
@@ -115,6 +127,7 @@ def relabel(
     num_ntypes: int = 1,
     edge_type: np.ndarray | None = None,
     num_etypes: int = 1,
+    keep_edge_ids: bool = False,
 ) -> Relabeling:
     """Relabel nodes and edges so that each partition owns contiguous ranges, per type inside.
 
@@ -130,6 +143,8 @@ def relabel(
         num_ntypes: number of node types.
         edge_type: int [E] type per input edge (None: one type).
         num_etypes: number of edge types.
+        keep_edge_ids: number each partition's edges of a type in input order (not CSR order); with
+            one partition the new edge IDs are the input's.
 
     Returns:
         The :class:`Relabeling`.
@@ -169,6 +184,15 @@ def relabel(
     out_eid = _edge_order(new_src, new_type if typed else None, node_bounds, num_etypes)
     out_bounds = np.zeros(num_parts + 1, dtype=np.int64)
     np.cumsum(_part_counts(new_src, node_bounds, num_parts)[:, 0], out=out_bounds[1:])
+    position_eid = None
+    if keep_edge_ids:
+        position_eid = input_order_ids(orig_eid, edge_bounds)
+        if np.array_equal(position_eid, np.arange(num_edges)):
+            position_eid = None
+        else:
+            by_id = np.empty_like(orig_eid)
+            by_id[position_eid] = orig_eid
+            orig_eid = by_id
     return Relabeling(
         node_bounds=node_bounds,
         edge_bounds=edge_bounds,
@@ -176,12 +200,35 @@ def relabel(
         etype_counts=etype_counts.astype(np.int64),
         orig_nid=orig_nid,
         orig_eid=orig_eid,
+        position_eid=position_eid,
         new_src=new_src,
         new_dst=new_dst,
         edge_type=new_type,
         out_eid=out_eid,
         out_bounds=out_bounds,
     )
+
+
+def input_order_ids(orig_position: np.ndarray, edge_bounds: np.ndarray) -> np.ndarray:
+    """New edge IDs that number each partition's edges in input order.
+
+    Args:
+        orig_position: [E] the input position of the edge at each CSR position.
+        edge_bounds: ``num_parts + 1`` boundaries of the partitions' CSR positions.
+
+    Returns:
+        int64 [E]: the new ID of each CSR position: ``edge_bounds[k]`` plus the edge's rank by input
+        position among partition ``k``'s edges. The input is type-major, so inside a partition the
+        types stay in type order with the same counts.
+    """
+    ids = np.empty(orig_position.shape[0], dtype=np.int64)
+    if len(edge_bounds) == 2:  # one partition: the ranks are the input positions themselves
+        ids[:] = orig_position
+        return ids
+    for start, end in zip(edge_bounds[:-1], edge_bounds[1:], strict=True):
+        order = np.argsort(orig_position[start:end], kind="stable")
+        ids[start + order] = np.arange(start, end, dtype=np.int64)
+    return ids
 
 
 def csr_pieces(

@@ -3,7 +3,8 @@
 On-disk layout written by :func:`graphstore.partition.partition_graph` (docs/partition-format.md). A
 homogeneous graph is the one-type case (node type ``_N``, edge type ``('_N', '_E', '_N')``).
 
-    OUT/NAME.json            format_version (2), graph_name, num_nodes, num_edges, num_parts, part_method,
+    OUT/NAME.json            format_version (2; 3 where in_eid.npy exists), graph_name, num_nodes,
+                             num_edges, num_parts, part_method,
                              ntypes {ntype: id}, etypes {"src:etype:dst": id},
                              node_map {ntype: [[homo_start, homo_end] per partition]},
                              edge_map {"src:etype:dst": [[homo_start, homo_end] per partition]},
@@ -16,6 +17,11 @@ homogeneous graph is the one-type case (node type ``_N``, edge type ``('_N', '_E
                              positions piece[i]:piece[i+1]
     OUT/partK/in_src.npy     int64 [e_k]: homogeneous global source ID of each in-edge; position j is
                              homogeneous edge ID edge_start_k + j (edges sorted by (type, destination))
+                             unless in_eid.npy says otherwise
+    OUT/partK/in_eid.npy     optional, int64 [e_k]: the local edge ID (homogeneous ID - edge_start_k) of the
+                             edge at each in_src position, where the IDs are not the positions (a graph
+                             partitioned into one part keeps its input's edge IDs; a converted DGL
+                             partitioning keeps DGL's); local edge IDs of a type stay its positions' range
     OUT/partK/out_indptr.npy int64: the out-edge CSR of each edge type over its source type's local nodes,
                              concatenated the same way, positions into out_dst / out_eid
     OUT/partK/out_dst.npy    int64: homogeneous destination IDs of those out-edges
@@ -41,7 +47,10 @@ import numpy as np
 from graphstore.types import GraphSchema
 
 FORMAT_VERSION = 2
-READABLE_FORMAT_VERSIONS = (1, 2)
+# Format 2 plus in_eid.npy (edge IDs that are not the in-CSR positions): a reader that does not know
+# in_eid.npy must refuse such a partitioning rather than read its edge IDs wrong.
+FORMAT_VERSION_IN_EID = 3
+READABLE_FORMAT_VERSIONS = (1, 2, 3)
 
 
 @dataclass(frozen=True)
@@ -70,12 +79,14 @@ class PartitionData:
         in_indptr, in_src: the in-edge CSR of every edge type (see the module docstring and
             :meth:`in_indptr_of`).
         out_indptr, out_dst, out_eid: the out-edge CSR of every edge type (:meth:`out_indptr_of`).
-        orig_nid, orig_eid: original per-type IDs of the local nodes and edges.
+        orig_nid, orig_eid: original per-type IDs of the local nodes and edges (in local ID order).
         node_feats: ``{ntype: {name: array}}``, storage arrays (bfloat16 as uint16) in local order of
             the type's nodes.
         edge_feats: ``{"src:etype:dst": {name: array}}``, likewise for the edges of each type.
         node_schemes, edge_schemes: the dtype and row shape of each feature, nested the same way.
         config_path: the NAME.json this was loaded from.
+        in_eid: the local edge ID of the edge at each in-edge position, or None when the IDs are the
+            positions (:meth:`edge_ids_at`, :meth:`positions_of`).
     """
 
     part_id: int
@@ -100,6 +111,7 @@ class PartitionData:
     node_schemes: dict[str, dict[str, FeatureScheme]] = field(default_factory=dict)
     edge_schemes: dict[str, dict[str, FeatureScheme]] = field(default_factory=dict)
     config_path: str = ""
+    in_eid: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.ntype_offsets is None:
@@ -119,6 +131,21 @@ class PartitionData:
     @property
     def num_local_edges(self) -> int:
         return self.edge_end - self.edge_start
+
+    def edge_ids_at(self, positions: np.ndarray) -> np.ndarray:
+        """Local edge IDs (homogeneous ID - ``edge_start``) of in-edge positions."""
+        return positions if self.in_eid is None else np.asarray(self.in_eid)[positions]
+
+    def positions_of(self, local_eids: np.ndarray) -> np.ndarray:
+        """In-edge positions of local edge IDs (the inverse of :meth:`edge_ids_at`)."""
+        if self.in_eid is None:
+            return local_eids
+        inverse = self.__dict__.get("_in_positions")
+        if inverse is None:
+            inverse = np.empty(self.num_local_edges, dtype=np.int64)
+            inverse[np.asarray(self.in_eid)] = np.arange(self.num_local_edges, dtype=np.int64)
+            self.__dict__["_in_positions"] = inverse
+        return inverse[local_eids]
 
     def in_indptr_of(self, etype_id: int) -> np.ndarray:
         """The in-edge CSR row pointer of edge type ``etype_id`` over its destination type's local nodes

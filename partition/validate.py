@@ -205,7 +205,27 @@ def check_partition_data(data: PartitionData) -> None:
     check_id_range(data.out_eid, 0, num_edges, f"{folder}: out_eid.npy", "edge ID")
     check_ids_array(data.orig_nid, n, f"{folder}: orig_nid.npy")
     check_ids_array(data.orig_eid, e, f"{folder}: orig_eid.npy")
+    if data.in_eid is not None:
+        check_in_eid(np.asarray(data.in_eid), data.etype_offsets, f"{folder}: in_eid.npy")
     # Feature arrays are checked against the config's dtype and row shape by load_partition itself.
+
+
+def check_in_eid(in_eid: np.ndarray, etype_offsets: np.ndarray, what: str) -> None:
+    """The local edge IDs of the in-edge positions are a permutation that keeps each edge type's
+    positions in its own range.
+
+    Raises:
+        PartitionFormatError: otherwise.
+    """
+    check_ids_array(in_eid, int(etype_offsets[-1]), what)
+    for start, end in zip(etype_offsets[:-1], etype_offsets[1:], strict=True):
+        piece = in_eid[start:end]
+        if piece.size and (
+            int(piece.min()) != start or int(piece.max()) != end - 1 or np.unique(piece).size != piece.size
+        ):
+            raise PartitionFormatError(
+                f"{what}: positions [{start}, {end}) do not hold IDs {start}..{end - 1}"
+            )
 
 
 def load_validated_partition(config_path: str, part_id: int) -> PartitionData:

@@ -19,7 +19,7 @@ from graphstore.partition.format import EDGE_FEAT_DIR, NODE_FEAT_DIR, feature_fi
 from graphstore.partition.graph import GraphData
 from graphstore.partition.memory import release_pages
 from graphstore.partition.relabel import Relabeling, csr_pieces
-from graphstore.partition.types import FORMAT_VERSION
+from graphstore.partition.types import FORMAT_VERSION, FORMAT_VERSION_IN_EID
 from graphstore.types import GraphSchema, etype_key
 
 HALF_FLOAT_DTYPES = ("float16", "bfloat16")
@@ -97,7 +97,7 @@ def save_ids(path: str, array: np.ndarray) -> None:
 
 
 def check_output_folder(out_path: str, overwrite: bool) -> None:
-    """Check that ``out_path`` can receive partition output.
+    """Check that ``out_path`` can receive partition output (``overwrite``: also a non-empty folder).
 
     Raises:
         FileExistsError: it is a file, or a non-empty folder and not ``overwrite``.
@@ -112,9 +112,14 @@ def check_output_folder(out_path: str, overwrite: bool) -> None:
 
 
 @contextmanager
-def staged_output_folder(out_path: str) -> Iterator[str]:
+def staged_output_folder(out_path: str, write_over: bool = False) -> Iterator[str]:
     """A temporary folder beside ``out_path`` to write into; it replaces ``out_path`` when the block
     completes and is removed when the block raises, so a failure leaves no half-written output.
+
+    Args:
+        out_path: the output folder.
+        write_over: replace only the entries written (``NAME.json``, ``partK/``) in an existing
+            ``out_path`` and keep its other files (DGL's way), instead of replacing the whole folder.
 
     Yields:
         The temporary folder's path.
@@ -125,7 +130,10 @@ def staged_output_folder(out_path: str) -> Iterator[str]:
     os.chmod(tmp_dir, 0o755)  # mkdtemp's 0700 would hide the partitions from servers run as other users
     try:
         yield tmp_dir
-        replace_folder(tmp_dir, out_path)
+        if write_over and os.path.isdir(out_path):
+            _replace_entries(tmp_dir, out_path)
+        else:
+            replace_folder(tmp_dir, out_path)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
@@ -145,6 +153,21 @@ def replace_folder(tmp_dir: str, out_path: str) -> None:
         if os.path.isdir(out_path):
             os.rmdir(out_path)
         os.rename(tmp_dir, out_path)
+
+
+def _replace_entries(tmp_dir: str, out_path: str) -> None:
+    """Move every entry of the finished ``tmp_dir`` into ``out_path``, replacing the same-named ones;
+    the other entries of ``out_path`` stay."""
+    trash = tempfile.mkdtemp(prefix=f".{os.path.basename(os.path.abspath(out_path))}.old-", dir=out_path)
+    try:
+        for name in sorted(os.listdir(tmp_dir)):
+            target = os.path.join(out_path, name)
+            if os.path.lexists(target):
+                os.rename(target, os.path.join(trash, name))
+            os.rename(os.path.join(tmp_dir, name), target)
+    finally:
+        shutil.rmtree(trash, ignore_errors=True)
+    os.rmdir(tmp_dir)
 
 
 def write_partitions(
@@ -194,6 +217,8 @@ def write_partitions(
         )
         save_ids(os.path.join(part_dir, "in_indptr.npy"), np.concatenate(in_pieces))
         save_ids(os.path.join(part_dir, "in_src.npy"), labels.new_src[es:ee])
+        if labels.position_eid is not None:
+            save_ids(os.path.join(part_dir, "in_eid.npy"), labels.position_eid[es:ee] - es)
         out_eid = labels.out_eid[labels.out_bounds[k] : labels.out_bounds[k + 1]]
         out_types = labels.edge_type[out_eid] if num_etypes > 1 else labels.edge_type[: len(out_eid)]
         out_pieces = csr_pieces(
@@ -205,7 +230,7 @@ def write_partitions(
         )
         save_ids(os.path.join(part_dir, "out_indptr.npy"), np.concatenate(out_pieces))
         save_ids(os.path.join(part_dir, "out_dst.npy"), labels.new_dst[out_eid])
-        save_ids(os.path.join(part_dir, "out_eid.npy"), out_eid)
+        save_ids(os.path.join(part_dir, "out_eid.npy"), labels.edge_ids_at(out_eid))
         node_types = np.repeat(np.arange(len(schema.ntypes)), ntype_counts)
         orig_nid = labels.orig_nid[ns:ne] - node_in_offsets[node_types]
         orig_eid = labels.orig_eid[es:ee]
@@ -238,6 +263,7 @@ def write_partitions(
         edge_feats=_schemes(graph.edge_arrays(), dtype_names, "edge"),
         parts=parts_meta,
         extra=extra,
+        format_version=FORMAT_VERSION if labels.position_eid is None else FORMAT_VERSION_IN_EID,
     )
 
 
@@ -266,6 +292,7 @@ def write_partition_config(
     edge_feats: dict[str, dict[str, dict]],
     parts: list[dict],
     extra: dict,
+    format_version: int = FORMAT_VERSION,
 ) -> dict:
     """Build the partition config (``graph_name.json``, docs/partition-format.md) and write it into
     ``out_dir``: the one place the serial and the parallel partitioner make it.
@@ -279,13 +306,15 @@ def write_partition_config(
         node_feats, edge_feats: ``{type: {name: {"dtype": str, "shape": [row shape]}}}``.
         parts: one ``{"path", "num_nodes", "num_edges", "num_out_edges"}`` entry per partition.
         extra: more top-level entries (statistics, balance settings).
+        format_version: the format the partitions are written in (``FORMAT_VERSION_IN_EID`` when they
+            hold ``in_eid.npy``).
 
     Returns:
         The config as written.
     """
     schema = book.schema
     config = {
-        "format_version": FORMAT_VERSION,
+        "format_version": format_version,
         "graph_name": graph_name,
         "num_nodes": int(sum(nodes_per_type)),
         "num_edges": int(sum(edges_per_type)),

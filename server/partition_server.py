@@ -328,7 +328,11 @@ class PartitionServer:
         return edges.src, edges.dst, edges.eid
 
     def _edge_weights(self, prob: str | Sequence[str | None]) -> list[np.ndarray | None]:
-        """Per edge type, a weight per local edge position (zeros outside the type), or None."""
+        """Per edge type, a weight per local edge position (zeros outside the type), or None.
+
+        The tensors hold one row per local edge ID: where the IDs are not the positions (the
+        partition's ``in_eid``), the rows are put in position order.
+        """
         structure = self._structure
         names = [prob] * structure.num_etypes if isinstance(prob, str) else list(prob)
         if len(names) != structure.num_etypes:
@@ -356,12 +360,13 @@ class PartitionServer:
             elif tensor.dtype == "bool":
                 values = values.astype(np.float64)
             if tensor.policy == EDGE or structure.homogeneous:
-                weights.append(values)
-            else:  # rows of one edge type: place them at the type's local positions
+                full = values
+            else:  # rows of one edge type: place them at the type's local IDs
                 full = np.zeros(self._partition.num_local_edges, dtype=values.dtype)
                 lo, hi = structure.etype_offsets[e], structure.etype_offsets[e + 1]
                 full[lo:hi] = values
-                weights.append(full)
+            in_eid = self._partition.in_eid
+            weights.append(full if in_eid is None else full[np.asarray(in_eid)])
         return weights
 
     def find_edges(self, eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -70,6 +70,8 @@ class PartitionStructure:
         self.out_dst = np.asarray(p.out_dst)
         self.out_eid = np.asarray(p.out_eid)
         self.etype_offsets = np.asarray(p.etype_offsets, dtype=np.int64)
+        # Positions -> local edge IDs and back (the identity unless the partition has in_eid).
+        self.edge_ids_at, self.positions_of = p.edge_ids_at, p.positions_of
 
     @property
     def homogeneous(self) -> bool:
@@ -160,9 +162,9 @@ class PartitionStructure:
         affected. Out-edges belong to their destinations' partitions: every seed is looked at.
         """
         if edge_dir == IN:
-            positions = exclude - self.edge_start
+            local = exclude - self.edge_start
             lo, hi = self.etype_offsets[etype_id], self.etype_offsets[etype_id + 1]
-            positions = positions[(positions >= lo) & (positions < hi)]
+            positions = self.positions_of(local[(local >= lo) & (local < hi)])
             rows = sampler.dst_of_positions(indptr, positions)
             return np.isin(seeds, rows), lambda candidates: np.isin(candidates, positions)
         out_eid = self.out_eid
@@ -175,7 +177,7 @@ class PartitionStructure:
 
     def _edges_at(self, positions: np.ndarray, seeds: np.ndarray, edge_dir: str):
         if edge_dir == IN:
-            return self.in_src[positions], seeds, positions + self.edge_start
+            return self.in_src[positions], seeds, self.edge_ids_at(positions) + self.edge_start
         return seeds, self.out_dst[positions], self.out_eid[positions]
 
     def in_edges(self, local: np.ndarray) -> SampledEdges:
@@ -201,8 +203,9 @@ class PartitionStructure:
             out[index] += sampler.degrees_of(indptr, in_type)
         return out
 
-    def find_edges(self, positions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Homogeneous ``(src, dst)`` of local edge positions."""
+    def find_edges(self, local_eids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Homogeneous ``(src, dst)`` of local edge IDs (homogeneous ID - ``edge_start``)."""
+        positions = self.positions_of(local_eids)
         src = self.in_src[positions]
         dst = np.empty(positions.size, dtype=np.int64)
         etypes = (

@@ -321,8 +321,9 @@ def example_rows(text: str) -> list[Row]:
             rows.append(Row(f"`{name[1:]}` on {', '.join(found) or 'graphs'}", status, note))
             continue
         try:
-            resolve(name)
             status = planned if planned in ("default only", "implemented") else "implemented"
+            if planned == "not planned" and _raises_not_implemented(resolve(name)):
+                status = "not planned"  # present only to raise
         except (AttributeError, ImportError):
             status = "not planned" if planned == "not planned" else "missing"
         rows.append(Row(f"`{name}`", status, note))

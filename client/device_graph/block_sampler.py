@@ -184,7 +184,7 @@ class DeviceBlockSampler:
                 )
             src = relation.src[positions].to(torch.int64)
             dst = seed_index if index is None else index[seed_index]
-            out[canonical] = (src, dst, positions + relation.elo)
+            out[canonical] = (src, dst, relation.edge_ids(positions))
         return out
 
     def _weights(self, canonical: CanonicalEtype, prob) -> torch.Tensor | None:
@@ -206,7 +206,7 @@ class DeviceBlockSampler:
         types, per_type = self.local.edge_space.to_per_type(homo)
         elo, ehi = self.local.edge_range(canonical)
         mine = (types == etype_id) & (per_type >= elo) & (per_type < ehi)
-        return per_type[mine] - elo
+        return self.local.relation(canonical).positions_of(per_type[mine] - elo)
 
     def _sample_remote(self, other, fanouts, sampler, excluded, random_seed) -> dict[CanonicalEtype, _Edges]:
         """The other seeds' edges, sampled by their partitions' servers (one request each)."""

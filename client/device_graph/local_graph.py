@@ -6,7 +6,9 @@ Co-located means the partitions this process reads in-process: every partition i
 host's own partition beside a server. They are one contiguous run of partitions, so each node type's
 nodes held are one range of its per-type IDs, ``[lo, hi)``, and each edge type's edges one range of its
 per-type edge IDs; one CSR per edge type covers the whole run (the partitions' CSRs end to end), with a
-row per destination ``lo + row`` and the per-type ID of the edge at position ``k`` equal to ``elo + k``.
+row per destination ``lo + row`` and the per-type ID of the edge at position ``k`` equal to ``elo + k``
+(or, where a partition numbers its edges otherwise, ``RelationCSR.eid[k]``: see the partition format's
+``in_eid``).
 """
 
 from __future__ import annotations
@@ -33,12 +35,24 @@ class RelationCSR:
         indptr: int64 ``[hi - lo + 1]``: row ``r`` (destination ``lo + r``) has positions
             ``indptr[r]:indptr[r + 1]``.
         src: homogeneous source IDs per position (int32 or int64).
-        elo: per-type ID of the edge at position 0.
+        elo: the first per-type edge ID held.
+        eid: int64 per-type edge ID of each position, or None when it is ``elo + position``.
+        position: int64 position of each held edge ID (``per-type ID - elo``), or None likewise.
     """
 
     indptr: torch.Tensor
     src: torch.Tensor
     elo: int
+    eid: torch.Tensor | None = None
+    position: torch.Tensor | None = None
+
+    def edge_ids(self, positions: torch.Tensor) -> torch.Tensor:
+        """Per-type edge IDs of positions."""
+        return positions + self.elo if self.eid is None else self.eid[positions]
+
+    def positions_of(self, offsets: torch.Tensor) -> torch.Tensor:
+        """Positions of held edge IDs given as ``per-type ID - elo``."""
+        return offsets if self.position is None else self.position[offsets]
 
 
 class LocalDeviceGraph:
@@ -104,32 +118,48 @@ class LocalDeviceGraph:
 
     def _build_relation(self, canonical: CanonicalEtype) -> RelationCSR:
         etype_id = self.schema.canonical_etypes.index(canonical)
-        indptrs, sources, base = [], [], 0
+        indptrs, sources, offsets, base = [], [], [], 0
+        renumbered = False
         for part_id in self.parts:
             data = self.ctx.local_reader(part_id).partition
             indptr = np.asarray(data.in_indptr_of(etype_id), dtype=np.int64)
             first, last = int(indptr[0]), int(indptr[-1])
             indptrs.append(indptr[:-1] - first + base)
             sources.append(np.asarray(data.in_src[first:last]))
+            # The held ID offset (per-type ID - elo) of each position of this partition's run.
+            offsets.append(data.edge_ids_at(np.arange(first, last, dtype=np.int64)) - first + base)
+            renumbered = renumbered or data.in_eid is not None
             base += last - first
         indptrs.append(np.array([base], dtype=np.int64))
         src = np.concatenate(sources) if sources else np.empty(0, dtype=np.int64)
         src_type = torch.int32 if self.book.num_nodes() < _INT32_MAX_NODES else torch.int64
+        elo = self.edge_range(canonical)[0]
+        eid = position = None
+        if renumbered:
+            offset = torch.from_numpy(np.concatenate(offsets).astype(np.int64))
+            position = torch.empty_like(offset)
+            position[offset] = torch.arange(offset.numel(), dtype=torch.int64)
+            eid = place(offset + elo, self.device, self.placement)
+            position = place(position, self.device, self.placement)
         return RelationCSR(
             indptr=place(torch.from_numpy(np.concatenate(indptrs)), self.device, self.placement),
             src=place(torch.from_numpy(src), self.device, self.placement, src_type),
-            elo=self.edge_range(canonical)[0],
+            elo=elo,
+            eid=eid,
+            position=position,
         )
 
     def weights(self, canonical: CanonicalEtype, name: str) -> torch.Tensor:
         """The held edges' weights ``name`` of one edge type, by position (read once, on first use)."""
         key = (canonical, name)
+        eid = self.relation(canonical).eid  # outside the lock: relation() takes it
         with self._lock:
             held = self._weights.get(key)
             if held is None:
                 elo, ehi = self.edge_range(canonical)
                 tensor = self.g.edges[canonical].data[name]
-                rows = tensor[torch.arange(elo, ehi)] if ehi > elo else torch.empty(0)
+                ids = torch.arange(elo, ehi) if eid is None else eid.cpu()  # rows in position order
+                rows = tensor[ids] if ehi > elo else torch.empty(0)
                 held = place(rows.reshape(ehi - elo), self.device, self.placement, torch.float32)
                 self._weights[key] = held
             return held

@@ -1,12 +1,12 @@
-"""``dgl.DGLGraph`` (``DGLHeteroGraph``, ``DGLBlock``) as the type of the graphs a distributed script
-gets: the blocks and pair graphs of the loaders (``isinstance(block, dgl.DGLGraph)`` holds, as a type
-hint or a check in a script does).
+"""``dgl.DGLGraph`` (``DGLHeteroGraph``, ``DGLBlock``) as the type of the graphs a script gets: the
+blocks and pair graphs of the loaders and the in-memory graphs of ``dgl.graph`` / ``dgl.heterograph``
+(``isinstance(g, dgl.DGLGraph)`` holds, as a type hint or a check in a script does).
 
 They are abstract types here: graphstore's mini-batch graphs are
 :class:`~graphstore.client.block.Block` and
-:class:`~graphstore.client.dataloader.pair_graph.PairGraph`, registered as their virtual subclasses.
-Building a graph in memory (``dgl.graph``, ``dgl.heterograph``, ``DGLGraph(...)``) is DGL's: hand that
-graph to ``partition_graph``.
+:class:`~graphstore.client.dataloader.pair_graph.PairGraph`, and its in-memory graph is
+:class:`~graphstore.compat.dgl.local_graph.LocalGraph`, registered as their virtual subclasses. Build an
+in-memory graph with ``dgl.graph`` / ``dgl.heterograph`` (not ``DGLGraph(...)``).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import abc
 
 from graphstore.client.block import Block
 from graphstore.client.dataloader.pair_graph import PairGraph
+from graphstore.compat.dgl.local_graph import LocalGraph
 
 
 class DGLGraph(abc.ABC):  # noqa: B024 - a type to check against, with no abstract method
@@ -26,8 +27,8 @@ class DGLGraph(abc.ABC):  # noqa: B024 - a type to check against, with no abstra
 
     def __new__(cls, *args, **kwargs):
         raise NotImplementedError(
-            f"{cls.__name__}(...) is not supported: graphstore builds no graphs in memory; build the graph "
-            "with DGL (or PyG) and pass it to dgl.distributed.partition_graph"
+            f"{cls.__name__}(...) is not supported: build an in-memory graph with dgl.graph((src, dst)) or "
+            "dgl.heterograph({(src_type, etype, dst_type): (src, dst)})"
         )
 
 
@@ -39,6 +40,7 @@ class DGLBlock(DGLGraph):  # noqa: B024
 DGLHeteroGraph = DGLGraph
 
 DGLGraph.register(PairGraph)
+DGLGraph.register(LocalGraph)
 DGLBlock.register(Block)
 
 __all__ = ["DGLBlock", "DGLGraph", "DGLHeteroGraph"]

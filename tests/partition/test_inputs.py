@@ -13,6 +13,7 @@ from graphstore.partition import (
     load_partition,
     load_partition_book,
     partition_graph,
+    read_config,
 )
 from tests.utils.graphs import make_graph, make_partitioned_graph
 
@@ -132,7 +133,7 @@ def test_bad_graph_arrays(tmp_path, change, match):
         ({"num_parts": 2.5}, "num_parts must be an integer"),
         ({"part_method": "spectral"}, "unknown part_method 'spectral'"),
         ({"feat_dtype": "int8"}, "feat_dtype must be one of"),
-        ({"num_hops": 2}, "num_hops=2"),
+        ({"num_hops": 0}, "num_hops must be a positive integer"),
         ({"graph_name": "a/b"}, "graph_name"),
         ({"balance_ntypes": "nope"}, "node array 'nope'"),
         ({"balance_ntypes": np.zeros(4, dtype=np.int64)}, r"balance_ntypes must have shape \[5\]"),
@@ -143,6 +144,15 @@ def test_bad_arguments(tmp_path, kwargs, match):
     with pytest.raises(ValueError, match=match):
         partition_graph(small_graph(), **args)
     assert not (tmp_path / "out").exists()
+
+
+def test_a_deeper_halo_is_recorded_and_the_files_are_the_same(tmp_path):
+    one = partition_graph(small_graph(), "g", 2, str(tmp_path / "one"), part_method="random")
+    two = partition_graph(small_graph(), "g", 2, str(tmp_path / "two"), part_method="random", num_hops=2)
+    assert read_config(two.config_path)["halo_hops"] == 2 and read_config(one.config_path)["halo_hops"] == 1
+    for part_id in range(2):
+        a, b = load_partition(one.config_path, part_id), load_partition(two.config_path, part_id)
+        np.testing.assert_array_equal(np.asarray(a.in_src), np.asarray(b.in_src))
 
 
 def test_existing_output_needs_overwrite_and_survives_a_failed_run(tmp_path):

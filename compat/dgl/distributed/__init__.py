@@ -26,8 +26,10 @@ from graphstore.compat.dgl.distributed.graph_services import (
     sample_etype_neighbors,
     sample_neighbors,
 )
+from graphstore.compat.dgl.distributed.graphbolt_partition import DGL2GB_EID, GB_DST_ID
 from graphstore.compat.dgl.distributed.optim import SparseAdagrad, SparseAdam
 from graphstore.compat.dgl.distributed.partition import (
+    dgl_partition_to_graphbolt,
     load_partition,
     load_partition_book,
     load_partition_feats,
@@ -135,6 +137,8 @@ def edge_split(
 
 
 __all__ = [
+    "DGL2GB_EID",
+    "GB_DST_ID",
     "MAX_QUEUE_SIZE",
     "DistDataLoader",
     "DistEdgeDataLoader",
@@ -149,6 +153,7 @@ __all__ = [
     "RangePartitionBook",
     "SparseAdagrad",
     "SparseAdam",
+    "dgl_partition_to_graphbolt",
     "edge_split",
     "exit_client",
     "find_edges",

@@ -5,6 +5,8 @@
 ``edata[EID]``); ``dgl.to_block(frontier, seeds)`` turns it into a block as in DGL.
 :func:`edge_subgraph` asks the servers for the given edges only (``find_edges``) and builds their
 subgraph on the trainer, as DGL does; the graph itself is never gathered.
+``_find_edges(local_g, gpb, eids)`` is DGL's look-up in one partition's loaded graph (DGL's partition
+tests call it).
 """
 
 from __future__ import annotations
@@ -18,6 +20,9 @@ from graphstore.client import sampling as _sampling
 from graphstore.client.dataloader.pair_graph import PairGraph
 from graphstore.client.frontier import SampledSubgraph
 from graphstore.client.local_ids import compact_by_type
+from graphstore.compat.dgl.distributed.graphbolt_partition import (  # noqa: F401 - DGL's private name
+    find_edges_in_partition as _find_edges,
+)
 from graphstore.types import GraphSchema
 
 

@@ -231,6 +231,15 @@ class RangePartitionBook(_NativeBook, GraphPartitionBook):
 
     # ----- DGL's other members -------------------------------------------------------------------
 
+    def _num_nodes(self, ntype=DEFAULT_NTYPE) -> int:
+        """Nodes of one type, or of the whole graph for ``'_N'`` (DGL's private count, which its
+        partition tests call)."""
+        return self.num_nodes(ntype)
+
+    def _num_edges(self, etype=DEFAULT_ETYPE) -> int:
+        """Edges of one type, or of the whole graph for ``'_E'`` (DGL's private count)."""
+        return self.num_edges(etype)
+
     @property
     def is_homogeneous(self) -> bool:
         """One node type and one edge type."""
